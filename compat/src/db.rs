@@ -1,0 +1,134 @@
+//! The `Db` trait every engine implements.
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::iter::DbIterator;
+use crate::multiscan::{MultiScan, MultiScanArgs};
+use crate::options::{Limits, ReadOptions, WriteOptions};
+
+/// A key-value engine behind a RocksDB-shaped interface.
+///
+/// The trait is object-safe (`Box<dyn Db>` is chosen at run time by
+/// [`crate::open`]) and `Send + Sync` (one handle serves many threads).
+/// Keys are ordered bytewise, as with RocksDB's default comparator.
+///
+/// # Implementing an engine
+/// A new engine must provide the point operations (`get_into`, `put`,
+/// `delete`, `write`), a cursor (`iter`), and `limits`. Everything else has a
+/// default: `multi_get` loops over `get_into`, `multi_scan` runs one bounded
+/// iterator per range, and the maintenance calls return `NotSupported`
+/// (never a silent no-op). Then register it in [`crate::EngineKind`] and run
+/// the conformance suite in `tests/` against it.
+pub trait Db: Send + Sync {
+    /// The engine's name as accepted by [`crate::EngineKind`], e.g. `"vmemkv"`.
+    fn name(&self) -> &'static str;
+
+    /// The largest key and value the engine accepts; one byte more is an
+    /// `InvalidArgument`.
+    fn limits(&self) -> Limits;
+
+    /// Reads `key` into `out` (cleared first). Returns whether it was found.
+    /// Reusing `out` across calls keeps the read path allocation-free.
+    fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+
+    /// Reads `key`, allocating the result.
+    fn get(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut out = Vec::new();
+        Ok(self.get_into(opts, key, &mut out)?.then_some(out))
+    }
+
+    /// Reads many keys; one result per key, in order.
+    fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
+        keys.iter().map(|k| self.get(opts, k)).collect()
+    }
+
+    /// Sets `key` to `value`.
+    fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()>;
+
+    /// Removes `key`; removing a missing key succeeds.
+    fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()>;
+
+    /// Applies `batch` atomically with respect to crashes. Whether concurrent
+    /// readers can observe half a batch is engine-specific and documented on
+    /// each adapter.
+    fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()>;
+
+    /// A cursor over the database, honouring the options' bounds.
+    fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>>;
+
+    /// Many ranges in one call; see [`crate::multiscan`].
+    fn multi_scan<'a>(
+        &'a self,
+        opts: &ReadOptions,
+        args: &MultiScanArgs,
+    ) -> Result<Box<dyn MultiScan + 'a>> {
+        let ms = crate::multiscan::IterMultiScan::new(opts, args, move |ro| self.iter(ro))?;
+        Ok(Box::new(ms))
+    }
+
+    /// Persists buffered writes (RocksDB: flush memtables).
+    fn flush(&self) -> Result<()> {
+        Err(not_supported(self.name(), "flush"))
+    }
+
+    /// Compacts `[begin, end)` (`None` = open side).
+    fn compact_range(&self, _begin: Option<&[u8]>, _end: Option<&[u8]>) -> Result<()> {
+        Err(not_supported(self.name(), "compact_range"))
+    }
+
+    /// vmemkv: persists an index snapshot so recovery replays only the tail.
+    fn checkpoint(&self) -> Result<()> {
+        Err(not_supported(self.name(), "checkpoint"))
+    }
+
+    /// vmemkv: reclaims space held by dead values.
+    fn defragment(&self) -> Result<()> {
+        Err(not_supported(self.name(), "defragment"))
+    }
+
+    /// vmemkv: merges every shard's append region into its sorted region.
+    fn reorganize(&self) -> Result<()> {
+        Err(not_supported(self.name(), "reorganize"))
+    }
+
+    /// Waits until background work (compactions, merges) has settled.
+    fn wait_for_background_work(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// An engine property by name, e.g. `"rocksdb.stats"` or
+    /// `"vmemkv.stats"`; `None` if the engine has no such property.
+    fn property(&self, name: &str) -> Option<String>;
+
+    /// The engine's own statistics as text (RocksDB's statistics string,
+    /// LMDB's env info, vmemkv's counters).
+    fn statistics(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The standard `NotSupported` error for an operation an engine lacks.
+pub fn not_supported(engine: &str, op: &str) -> Error {
+    Error::NotSupported(format!("{engine} does not implement {op}"))
+}
+
+/// Checks a key and value against `limits`, naming the size at fault.
+pub fn check_sizes(limits: &Limits, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+    if let Some(max) = limits.max_key_size {
+        if key.len() > max {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes exceeds the maximum key size of {max} bytes",
+                key.len()
+            )));
+        }
+    }
+    if let (Some(max), Some(v)) = (limits.max_value_size, value) {
+        if v.len() > max {
+            return Err(Error::InvalidArgument(format!(
+                "value of {} bytes exceeds the maximum value size of {max} bytes",
+                v.len()
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,1 @@
+//! Placeholder; the rivals work item writes this adapter.

@@ -1,0 +1,8 @@
+//! One adapter per engine. Each maps the [`crate::Db`] trait onto the
+//! engine's own API and documents what concurrent readers can see.
+
+#[cfg(feature = "lmdb")]
+pub mod lmdb;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
+pub mod vmemkv;

@@ -1,0 +1,60 @@
+//! The one error type every engine maps its failures onto.
+
+use std::fmt;
+
+/// Shorthand for results carrying [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong, in RocksDB's `Status` categories.
+///
+/// Every message names the thing at fault (the key size, the file and
+/// offset, the option) so that a user can act on it without a debugger.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The caller passed something the engine refuses: an oversized key,
+    /// an unknown option, ranges out of order.
+    #[error("Invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The engine does not implement this operation.
+    #[error("Not supported: {0}")]
+    NotSupported(String),
+    /// On-disk data failed a check; the message names file and offset.
+    #[error("Corruption: {0}")]
+    Corruption(String),
+    /// The operating system reported an error; the message names the path.
+    #[error("IO error: {0}")]
+    IoError(String),
+    /// Another handle holds a resource, e.g. the directory's lock.
+    #[error("Resource busy: {0}")]
+    Busy(String),
+    /// The operation stopped before finishing and may be retried.
+    #[error("Operation incomplete: {0}")]
+    Incomplete(String),
+    /// A MultiScan hit `max_prefetch_size` (RocksDB's `PrefetchLimitReached`).
+    #[error("Prefetch limit reached: {0}")]
+    PrefetchLimitReached(String),
+    /// The engine is shutting down or was closed.
+    #[error("Shutdown in progress: {0}")]
+    ShutdownInProgress(String),
+}
+
+impl Error {
+    /// Wraps an `std::io::Error` with the path or action it concerns.
+    pub fn io(context: impl fmt::Display, err: std::io::Error) -> Self {
+        Error::IoError(format!("{context}: {err}"))
+    }
+
+    /// A short name for the category, e.g. `"InvalidArgument"`.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Error::InvalidArgument(_) => "InvalidArgument",
+            Error::NotSupported(_) => "NotSupported",
+            Error::Corruption(_) => "Corruption",
+            Error::IoError(_) => "IoError",
+            Error::Busy(_) => "Busy",
+            Error::Incomplete(_) => "Incomplete",
+            Error::PrefetchLimitReached(_) => "PrefetchLimitReached",
+            Error::ShutdownInProgress(_) => "ShutdownInProgress",
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! `vmemkv-compat`: one RocksDB-shaped interface over several engines.
+//!
+//! * [`Db`] is the trait: point reads and writes, [`WriteBatch`], a cursor
+//!   [`DbIterator`], [`MultiScan`], and maintenance calls.
+//! * [`open`] picks an engine by [`EngineKind`] at run time and returns a
+//!   `Box<dyn Db>`.
+//! * `engines::*` holds one adapter per engine: vmemkv always, RocksDB and
+//!   RocksDB-BlobDB behind the `rocksdb` feature, LMDB behind `lmdb`.
+//!
+//! The trait modules (`error`, `options`, `batch`, `iter`, `multiscan`,
+//! `db`) depend on no engine, in the manner of TiKV's `engine_traits`.
+#![deny(missing_docs)]
+#![deny(clippy::unwrap_used)]
+
+pub mod batch;
+pub mod db;
+pub mod engines;
+pub mod error;
+pub mod iter;
+pub mod multiscan;
+pub mod options;
+pub mod registry;
+
+pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub use db::{check_sizes, not_supported, Db};
+pub use error::{Error, Result};
+pub use iter::{DbIterator, Entries, ErrorIterator};
+pub use multiscan::{
+    collect_multi_scan, IterMultiScan, MultiScan, MultiScanArgs, ScanRange, ScanResults,
+    DEFAULT_IO_COALESCE_THRESHOLD,
+};
+pub use options::{EngineOptions, Limits, OptionMap, ReadOptions, WriteOptions};
+pub use registry::{open, EngineKind};

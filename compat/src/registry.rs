@@ -1,0 +1,120 @@
+//! Choosing an engine by name at run time.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use crate::db::Db;
+use crate::error::{Error, Result};
+use crate::options::EngineOptions;
+
+/// The engines this crate knows, whether or not they are compiled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    /// vmemkv, always available.
+    Vmemkv,
+    /// RocksDB (cargo feature `rocksdb`).
+    RocksDb,
+    /// RocksDB with integrated blob files (cargo feature `rocksdb`).
+    BlobDb,
+    /// LMDB through heed (cargo feature `lmdb`).
+    Lmdb,
+}
+
+impl EngineKind {
+    /// Every engine, compiled in or not.
+    pub const ALL: [EngineKind; 4] = [
+        EngineKind::Vmemkv,
+        EngineKind::RocksDb,
+        EngineKind::BlobDb,
+        EngineKind::Lmdb,
+    ];
+
+    /// The name `FromStr` accepts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Vmemkv => "vmemkv",
+            EngineKind::RocksDb => "rocksdb",
+            EngineKind::BlobDb => "blobdb",
+            EngineKind::Lmdb => "lmdb",
+        }
+    }
+
+    /// Whether this build includes the engine.
+    pub fn is_compiled_in(self) -> bool {
+        match self {
+            EngineKind::Vmemkv => true,
+            EngineKind::RocksDb | EngineKind::BlobDb => cfg!(feature = "rocksdb"),
+            EngineKind::Lmdb => cfg!(feature = "lmdb"),
+        }
+    }
+
+    /// The engines compiled into this build.
+    pub fn compiled_in() -> Vec<EngineKind> {
+        Self::ALL
+            .into_iter()
+            .filter(|k| k.is_compiled_in())
+            .collect()
+    }
+
+    /// The cargo feature that compiles the engine in, if any.
+    pub fn cargo_feature(self) -> Option<&'static str> {
+        match self {
+            EngineKind::Vmemkv => None,
+            EngineKind::RocksDb | EngineKind::BlobDb => Some("rocksdb"),
+            EngineKind::Lmdb => Some("lmdb"),
+        }
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "vmemkv" => Ok(EngineKind::Vmemkv),
+            "rocksdb" => Ok(EngineKind::RocksDb),
+            "blobdb" | "rocksdb-blobdb" | "rocksdb_blobdb" => Ok(EngineKind::BlobDb),
+            "lmdb" => Ok(EngineKind::Lmdb),
+            other => Err(Error::InvalidArgument(format!(
+                "unknown engine '{other}'; expected one of vmemkv, rocksdb, blobdb, lmdb"
+            ))),
+        }
+    }
+}
+
+fn not_compiled(kind: EngineKind) -> Error {
+    let feature = kind.cargo_feature().unwrap_or("?");
+    Error::NotSupported(format!(
+        "engine '{kind}' is not compiled into this build; rebuild with `--features {feature}` (or `--features rivals`)"
+    ))
+}
+
+/// Opens the engine `kind` at `path`.
+///
+/// ```
+/// use vmemkv_compat::{open, EngineKind, EngineOptions, ReadOptions, WriteOptions};
+/// let dir = tempfile::tempdir().unwrap();
+/// let db = open(EngineKind::Vmemkv, dir.path(), &EngineOptions::default()).unwrap();
+/// db.put(&WriteOptions::default(), b"k", b"v").unwrap();
+/// assert_eq!(db.get(&ReadOptions::default(), b"k").unwrap(), Some(b"v".to_vec()));
+/// ```
+pub fn open(kind: EngineKind, path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
+    match kind {
+        EngineKind::Vmemkv => crate::engines::vmemkv::open(path, opts),
+        #[cfg(feature = "rocksdb")]
+        EngineKind::RocksDb => crate::engines::rocksdb::open(path, opts, false),
+        #[cfg(feature = "rocksdb")]
+        EngineKind::BlobDb => crate::engines::rocksdb::open(path, opts, true),
+        #[cfg(feature = "lmdb")]
+        EngineKind::Lmdb => crate::engines::lmdb::open(path, opts),
+        #[allow(unreachable_patterns)]
+        other => Err(not_compiled(other)),
+    }
+}

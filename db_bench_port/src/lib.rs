@@ -1,0 +1,1 @@
+//! db_bench port (under construction).

@@ -1,1 +1,9 @@
-//! Shared helpers for the cross-crate tests.
+//! Cross-crate tests for vmemkv.
+//!
+//! * [`conformance`]: the properties every engine behind `vmemkv_compat::Db`
+//!   must satisfy, written once and run against each engine compiled in.
+//! * [`model`]: the `BTreeMap` oracle those properties are checked against.
+#![deny(clippy::unwrap_used)]
+
+pub mod conformance;
+pub mod model;

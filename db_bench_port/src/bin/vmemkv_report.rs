@@ -1,0 +1,99 @@
+//! Runs the rival comparison matrix through `db_bench` and writes a report
+//! directory: `results.json`, `report.md`, `report.html`.
+//!
+//! ```text
+//! vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH]
+//!               [--rivals=auto|0|1] [--scenarios=8B-mem,1KB-LTM]
+//! ```
+
+#[path = "../report/mod.rs"]
+#[allow(dead_code)]
+mod report;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let mut scale = report::matrix::Scale::Smoke;
+    let mut out = PathBuf::from("report");
+    let mut work = std::env::temp_dir().join("vmemkv-report-work");
+    let mut db_bench: Option<PathBuf> = None;
+    let mut rivals = "auto".to_string();
+    let mut only = Vec::new();
+    for arg in std::env::args().skip(1) {
+        let (k, v) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
+        match k {
+            "--scale" => match v.parse() {
+                Ok(s) => scale = s,
+                Err(e) => {
+                    eprintln!("vmemkv_report: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+            "--out" => out = PathBuf::from(v),
+            "--work-dir" => work = PathBuf::from(v),
+            "--db-bench" => db_bench = Some(PathBuf::from(v)),
+            "--rivals" => rivals = v.to_string(),
+            "--scenarios" => only = v.split(',').map(str::to_string).collect(),
+            "--help" | "-h" => {
+                println!("usage: vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH] [--rivals=auto|0|1] [--scenarios=a,b]");
+                return ExitCode::SUCCESS;
+            }
+            _ => {
+                eprintln!("vmemkv_report: unknown flag '{arg}'");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    // By default drive the db_bench built next to this binary.
+    let db_bench = db_bench.unwrap_or_else(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.join("db_bench")))
+            .unwrap_or_else(|| PathBuf::from("db_bench"))
+    });
+    let with_rivals = match rivals.as_str() {
+        "1" | "true" => true,
+        "0" | "false" => false,
+        _ => rivals_compiled_into(&db_bench),
+    };
+    let cfg = report::Config {
+        scale,
+        db_bench,
+        work_dir: work,
+        out_dir: out.clone(),
+        with_rivals,
+        only_scenarios: only,
+    };
+    match report::run(&cfg) {
+        Ok(res) => {
+            let failed = res.runs.iter().filter(|r| r.status == "failed").count();
+            println!("{}", report::render::winner_table_md(&res));
+            println!(
+                "report written to {} ({} runs, {} failed)",
+                out.display(),
+                res.runs.len(),
+                failed
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("vmemkv_report: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Asks db_bench whether it can open RocksDB: an engine that is not compiled
+/// in fails at once with a message naming the cargo feature.
+fn rivals_compiled_into(db_bench: &std::path::Path) -> bool {
+    let dir = std::env::temp_dir().join(format!("vmemkv-report-probe-{}", std::process::id()));
+    let ok = std::process::Command::new(db_bench)
+        .args(["--engine=rocksdb", "--benchmarks=fillseq", "--num=1"])
+        .arg(format!("--db={}", dir.display()))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    let _ = std::fs::remove_dir_all(&dir);
+    ok
+}

@@ -1,0 +1,298 @@
+//! The benchmark matrix: scenarios, workloads, engines and thread counts,
+//! scaled from the original VMemKV report to a given machine.
+
+/// How big a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// About two minutes: proves the pipeline, numbers are not meaningful.
+    Smoke,
+    /// Sized for a 2-core, 24 GiB machine, about 90 minutes.
+    Full,
+}
+
+impl std::str::FromStr for Scale {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Scale, String> {
+        match s {
+            "smoke" => Ok(Scale::Smoke),
+            "full" => Ok(Scale::Full),
+            _ => Err(format!("--scale: expected smoke or full, got '{s}'")),
+        }
+    }
+}
+
+/// One data set: a value size, a key count and a memory regime.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Short name, e.g. `1KB-LTM`.
+    pub name: &'static str,
+    /// Value size in bytes.
+    pub value_size: usize,
+    /// Keys loaded.
+    pub keys: u64,
+    /// Memory limit for larger-than-memory runs; `None` runs in memory.
+    pub mem_limit: Option<u64>,
+    /// How this was scaled from the original, for the report.
+    pub scaling: &'static str,
+}
+
+impl Scenario {
+    /// Whether the scenario needs a memory cgroup.
+    pub fn is_ltm(&self) -> bool {
+        self.mem_limit.is_some()
+    }
+
+    /// Approximate corpus bytes (keys + values).
+    pub fn corpus_bytes(&self) -> u64 {
+        self.keys * (16 + self.value_size as u64)
+    }
+}
+
+/// One workload: a db_bench benchmark with its flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// Display name, as in the original report.
+    pub name: &'static str,
+    /// The db_bench benchmark to run.
+    pub bench: &'static str,
+    /// Extra db_bench flags.
+    pub flags: &'static [&'static str],
+    /// Run against a fresh, empty database instead of the loaded corpus.
+    pub fresh_db: bool,
+    /// Drop the page cache before each run of this workload.
+    pub cold: bool,
+    /// Record the per-second timeline (YCSB-E).
+    pub timeline: bool,
+}
+
+/// The workloads in run order: reads before the writes that change the
+/// corpus, deletes last.
+pub fn workloads() -> Vec<Workload> {
+    let w = |name, bench, flags| Workload {
+        name,
+        bench,
+        flags,
+        fresh_db: false,
+        cold: false,
+        timeline: false,
+    };
+    vec![
+        w("Get Hit (Zipf)", "gethit_zipf", &[]),
+        w("Get Hit (Uniform)", "gethit_uniform", &[]),
+        w("Get Miss", "getmiss_zipf", &[]),
+        w("Scan 100 (Zipf)", "scan_zipf", &["--seek_nexts=100"]),
+        w("Scan 100 (Uniform)", "scan_uniform", &["--seek_nexts=100"]),
+        Workload {
+            cold: true,
+            ..w(
+                "MultiScan async (cold)",
+                "multiscan",
+                &[
+                    "--multiscan_use_async_io=1",
+                    "--multiscan_size=15",
+                    "--seek_nexts=100",
+                ],
+            )
+        },
+        Workload {
+            cold: true,
+            ..w(
+                "MultiScan sync (cold)",
+                "multiscan",
+                &[
+                    "--multiscan_use_async_io=0",
+                    "--multiscan_size=15",
+                    "--seek_nexts=100",
+                ],
+            )
+        },
+        w("Update (Zipf)", "update_zipf", &[]),
+        Workload {
+            timeline: true,
+            ..w("YCSB-E", "ycsb_e", &["--seek_nexts=100"])
+        },
+        Workload {
+            fresh_db: true,
+            ..w("Insert", "insert", &[])
+        },
+        w("Delete", "delete", &[]),
+    ]
+}
+
+/// The scenarios at a scale.
+pub fn scenarios(scale: Scale) -> Vec<Scenario> {
+    const MIB: u64 = 1 << 20;
+    match scale {
+        Scale::Smoke => vec![
+            Scenario {
+                name: "8B-mem",
+                value_size: 8,
+                keys: 20_000,
+                mem_limit: None,
+                scaling: "smoke: 20k keys",
+            },
+            Scenario {
+                name: "1KB-mem",
+                value_size: 1024,
+                keys: 5_000,
+                mem_limit: None,
+                scaling: "smoke: 5k keys",
+            },
+            Scenario {
+                name: "1KB-LTM",
+                value_size: 1024,
+                keys: 20_000,
+                mem_limit: Some(64 * MIB),
+                scaling: "smoke: 20 MiB corpus, 64 MiB cgroup (pipeline check only)",
+            },
+            Scenario {
+                name: "64KB-LTM",
+                value_size: 65536,
+                keys: 400,
+                mem_limit: Some(64 * MIB),
+                scaling: "smoke: 25 MiB corpus, 64 MiB cgroup (pipeline check only)",
+            },
+        ],
+        Scale::Full => vec![
+            Scenario {
+                name: "8B-mem",
+                value_size: 8,
+                keys: 4_000_000,
+                mem_limit: None,
+                scaling: "original 20M keys; 4M here (2 cores, bounded load time)",
+            },
+            Scenario {
+                name: "1KB-mem",
+                value_size: 1024,
+                keys: 1_000_000,
+                mem_limit: None,
+                scaling: "original 8M keys (8 GiB); 1M keys (1 GiB) here",
+            },
+            Scenario {
+                name: "1KB-LTM",
+                value_size: 1024,
+                keys: 3_000_000,
+                mem_limit: Some(384 * MIB),
+                scaling: "original 8x a 1 GiB cgroup; here 3 GiB corpus in a 384 MiB cgroup (8x)",
+            },
+            Scenario {
+                name: "64KB-LTM",
+                value_size: 65536,
+                keys: 48_000,
+                mem_limit: Some(384 * MIB),
+                scaling: "original 8x a 1 GiB cgroup; here 3 GiB corpus in a 384 MiB cgroup (8x)",
+            },
+        ],
+    }
+}
+
+/// An engine configuration under test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// Label in tables and charts.
+    pub label: &'static str,
+    /// `--engine=` value.
+    pub engine: &'static str,
+    /// Extra db_bench flags (ablation switches, rival settings).
+    pub flags: &'static [&'static str],
+    /// Whether this is a vmemkv variant (the rest are rivals).
+    pub is_vmemkv: bool,
+    /// Run at every thread count; ablation variants run at the maximum only,
+    /// which is where the winner table compares.
+    pub all_threads: bool,
+}
+
+/// vmemkv's ablation variants (as the original: Baseline, +BF, +Inline,
+/// +Prefault/prefetch) and the rivals. All vmemkv variants share a corpus.
+pub fn variants(with_rivals: bool) -> Vec<Variant> {
+    let mut v = vec![
+        Variant {
+            label: "vmemkv-Baseline",
+            engine: "vmemkv",
+            flags: &[
+                "--vmemkv_bloom=0",
+                "--vmemkv_inline=0",
+                "--vmemkv_prefetch=0",
+            ],
+            is_vmemkv: true,
+            all_threads: false,
+        },
+        Variant {
+            label: "vmemkv+BF",
+            engine: "vmemkv",
+            flags: &[
+                "--vmemkv_bloom=1",
+                "--vmemkv_inline=0",
+                "--vmemkv_prefetch=0",
+            ],
+            is_vmemkv: true,
+            all_threads: false,
+        },
+        Variant {
+            label: "vmemkv+Inline",
+            engine: "vmemkv",
+            flags: &[
+                "--vmemkv_bloom=1",
+                "--vmemkv_inline=1",
+                "--vmemkv_prefetch=0",
+            ],
+            is_vmemkv: true,
+            all_threads: false,
+        },
+        Variant {
+            label: "vmemkv+Prefetch",
+            engine: "vmemkv",
+            flags: &[
+                "--vmemkv_bloom=1",
+                "--vmemkv_inline=1",
+                "--vmemkv_prefetch=1",
+            ],
+            is_vmemkv: true,
+            all_threads: true,
+        },
+    ];
+    if with_rivals {
+        v.push(Variant {
+            label: "RocksDB",
+            engine: "rocksdb",
+            flags: &[],
+            is_vmemkv: false,
+            all_threads: true,
+        });
+        v.push(Variant {
+            label: "RocksDB-BlobDB",
+            engine: "blobdb",
+            flags: &[],
+            is_vmemkv: false,
+            all_threads: true,
+        });
+        v.push(Variant {
+            label: "LMDB",
+            engine: "lmdb",
+            flags: &[],
+            is_vmemkv: false,
+            all_threads: true,
+        });
+    }
+    v
+}
+
+/// Thread counts per cell.
+pub const THREADS: [usize; 3] = [1, 2, 4];
+
+/// Seconds per run and repeats per cell at a scale. Timeline workloads
+/// (YCSB-E) run [`TIMELINE_SECS`] at the maximum thread count.
+pub fn timing(scale: Scale) -> (u64, usize) {
+    match scale {
+        // 0 s: smoke runs are bounded by operation count instead
+        // (SMOKE_OPS), so the whole matrix takes about two minutes.
+        Scale::Smoke => (0, 1),
+        Scale::Full => (2, 3),
+    }
+}
+
+/// Duration of timeline runs, at the maximum thread count.
+pub const TIMELINE_SECS: u64 = 10;
+
+/// Operations per run when the run length is 0 s (smoke scale).
+pub const SMOKE_OPS: u64 = 2000;

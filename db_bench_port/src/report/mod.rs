@@ -1,0 +1,471 @@
+//! The rival comparison: the original VMemKV benchmark matrix, run through
+//! `db_bench` against every engine, written as `results.json`, `report.md`
+//! and a self-contained `report.html` with charts.
+//!
+//! Fairness is built into the run order: within each cell (scenario x
+//! workload x threads) the engines' runs are interleaved and repeated, and
+//! the median is reported, so machine drift hits every engine alike.
+
+pub mod cgroup;
+pub mod matrix;
+pub mod render;
+pub mod runner;
+pub mod stats;
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use matrix::{Scale, Scenario, Variant, Workload, THREADS};
+
+/// Settings of one report run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Size of the run.
+    pub scale: Scale,
+    /// The `db_bench` binary to drive.
+    pub db_bench: PathBuf,
+    /// Scratch space for the corpora (several GiB at full scale).
+    pub work_dir: PathBuf,
+    /// Where the report is written.
+    pub out_dir: PathBuf,
+    /// Include RocksDB, BlobDB and LMDB (needs a db_bench built with them).
+    pub with_rivals: bool,
+    /// Only these scenarios (by name); empty = all.
+    pub only_scenarios: Vec<String>,
+}
+
+/// One db_bench run in the matrix.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    /// Scenario name.
+    pub scenario: String,
+    /// Workload display name.
+    pub workload: String,
+    /// db_bench benchmark.
+    pub bench: String,
+    /// Engine variant label.
+    pub variant: String,
+    /// `--engine=` value.
+    pub engine: String,
+    /// Whether the variant is vmemkv.
+    pub is_vmemkv: bool,
+    /// Threads.
+    pub threads: usize,
+    /// Repeat index.
+    pub rep: usize,
+    /// `ok`, `failed` or `not run`.
+    pub status: String,
+    /// Throughput.
+    pub ops_per_sec: Option<f64>,
+    /// Per-thread latency.
+    pub micros_per_op: Option<f64>,
+    /// Operations done.
+    pub operations: Option<u64>,
+    /// Peak RSS of the db_bench process, KiB.
+    pub max_rss_kib: Option<u64>,
+    /// Peak charge of the memory cgroup (LTM cells), bytes.
+    pub cgroup_peak_bytes: Option<u64>,
+    /// OOM kills in the cgroup during the run.
+    pub oom_kills: u64,
+    /// Per-second throughput (YCSB-E), `(second, ops/sec)`.
+    pub timeline: Vec<(f64, f64)>,
+    /// Why the run failed or did not run.
+    pub note: Option<String>,
+    /// The exact db_bench arguments.
+    pub args: Vec<String>,
+}
+
+/// Everything `results.json` holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    /// `smoke` or `full`.
+    pub scale: String,
+    /// UTC date of the run.
+    pub date: String,
+    /// Git revision of the tree that built db_bench.
+    pub git_revision: String,
+    /// CPU, cores, memory, kernel, disk.
+    pub machine: Vec<(String, String)>,
+    /// Engine versions.
+    pub engines: Vec<(String, String)>,
+    /// How each scenario was scaled.
+    pub scenarios: Vec<(String, String)>,
+    /// Seconds per run and repeats per cell.
+    pub run_secs: u64,
+    /// Repeats per cell.
+    pub repeats: usize,
+    /// Memory-limit status: which cgroup version, or why none.
+    pub cgroup: String,
+    /// Every run.
+    pub runs: Vec<Run>,
+}
+
+fn sh(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(cmd).args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn machine_description(work_dir: &Path) -> Vec<(String, String)> {
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .next()
+                .map(|l| l.trim_start_matches("MemTotal:").trim().to_string())
+        })
+        .unwrap_or_default();
+    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let disk = sh("df", &["-hT", &work_dir.display().to_string()])
+        .and_then(|s| {
+            s.lines()
+                .nth(1)
+                .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        })
+        .unwrap_or_default();
+    vec![
+        ("cpu".into(), cpu),
+        ("cores".into(), cores.to_string()),
+        ("memory".into(), mem),
+        ("kernel".into(), kernel.trim().to_string()),
+        ("disk (device, fs, size)".into(), disk),
+    ]
+}
+
+fn engine_versions(with_rivals: bool) -> Vec<(String, String)> {
+    let mut v = vec![("vmemkv".to_string(), env!("CARGO_PKG_VERSION").to_string())];
+    if with_rivals {
+        v.push((
+            "RocksDB".into(),
+            "crate rocksdb 0.25 (bundled RocksDB, see db_bench header)".into(),
+        ));
+        v.push((
+            "RocksDB-BlobDB".into(),
+            "same build, integrated blob files".into(),
+        ));
+        v.push(("LMDB".into(), "crate heed 0.23 (bundled LMDB 0.9.x)".into()));
+    }
+    v
+}
+
+/// Progress on stderr: the current cell, runs done and left, elapsed, ETA.
+struct Progress {
+    total: usize,
+    done: usize,
+    started: Instant,
+}
+
+impl Progress {
+    fn tick(&mut self, what: &str) {
+        self.done += 1;
+        let el = self.started.elapsed().as_secs_f64();
+        let eta = if self.done > 0 {
+            el / self.done as f64 * (self.total.saturating_sub(self.done)) as f64
+        } else {
+            0.0
+        };
+        eprint!(
+            "\r\x1b[2K[{}/{}] {:>5.0}s elapsed, ETA {:>5.0}s  {what}",
+            self.done, self.total, el, eta
+        );
+        let _ = std::io::stderr().flush();
+    }
+}
+
+fn base_args(sc: &Scenario, db: &Path, engine: &str) -> Vec<String> {
+    vec![
+        format!("--engine={engine}"),
+        format!("--db={}", db.display()),
+        format!("--num={}", sc.keys),
+        "--key_size=16".into(),
+        format!("--value_size={}", sc.value_size),
+        "--compression_ratio=1".into(),
+        "--compression_type=none".into(),
+    ]
+}
+
+fn corpus_dir(cfg: &Config, sc: &Scenario, v: &Variant) -> PathBuf {
+    // All vmemkv variants share one corpus: the ablation switches are
+    // runtime settings over the same files.
+    cfg.work_dir.join(sc.name).join(v.engine)
+}
+
+/// Runs the matrix and writes the report files. Returns the results.
+pub fn run(cfg: &Config) -> Result<Results, String> {
+    fs::create_dir_all(&cfg.work_dir).map_err(|e| format!("{}: {e}", cfg.work_dir.display()))?;
+    fs::create_dir_all(&cfg.out_dir).map_err(|e| format!("{}: {e}", cfg.out_dir.display()))?;
+    let (run_secs, repeats) = matrix::timing(cfg.scale);
+    let scenarios: Vec<Scenario> = matrix::scenarios(cfg.scale)
+        .into_iter()
+        .filter(|s| cfg.only_scenarios.is_empty() || cfg.only_scenarios.iter().any(|o| o == s.name))
+        .collect();
+    let variants = matrix::variants(cfg.with_rivals);
+    let workloads = matrix::workloads();
+    let max_threads = THREADS[THREADS.len() - 1];
+    let runs_per_scenario: usize = THREADS
+        .iter()
+        .map(|&t| {
+            variants
+                .iter()
+                .filter(|v| v.all_threads || t == max_threads)
+                .count()
+        })
+        .sum::<usize>()
+        * repeats
+        * workloads.len();
+    let mut progress = Progress {
+        total: runs_per_scenario * scenarios.len(),
+        done: 0,
+        started: Instant::now(),
+    };
+    let mut results = Results {
+        scale: format!("{:?}", cfg.scale).to_lowercase(),
+        date: sh("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]).unwrap_or_default(),
+        git_revision: sh("git", &["rev-parse", "--short", "HEAD"])
+            .unwrap_or_else(|| "unknown".into()),
+        machine: machine_description(&cfg.work_dir),
+        engines: engine_versions(cfg.with_rivals),
+        scenarios: scenarios
+            .iter()
+            .map(|s| (s.name.to_string(), s.scaling.to_string()))
+            .collect(),
+        run_secs,
+        repeats,
+        cgroup: String::new(),
+        runs: Vec::new(),
+    };
+    let mut cgroup_notes = Vec::new();
+    for sc in &scenarios {
+        let cg = match sc.mem_limit {
+            Some(limit) => match cgroup::MemoryCgroup::create(
+                &cgroup::Roots::default(),
+                "vmemkv-report",
+                limit,
+            ) {
+                Ok(cg) => {
+                    cgroup_notes.push(format!(
+                        "{}: cgroup {:?}, limit {} MiB",
+                        sc.name,
+                        cg.version(),
+                        limit >> 20
+                    ));
+                    Some(Ok(cg))
+                }
+                Err(e) => {
+                    cgroup_notes.push(format!(
+                        "{}: NOT RUN, no writable memory cgroup: {}",
+                        sc.name, e.0
+                    ));
+                    Some(Err(e))
+                }
+            },
+            None => None,
+        };
+        let ltm_unavailable = matches!(cg, Some(Err(_)));
+        if !ltm_unavailable {
+            load_corpora(cfg, sc, &variants)?;
+        }
+        for wl in &workloads {
+            for &threads in &THREADS {
+                for rep in 0..repeats {
+                    for v in variants
+                        .iter()
+                        .filter(|v| v.all_threads || threads == max_threads)
+                    {
+                        let label = format!(
+                            "{} | {} | {}t | {} | rep {}",
+                            sc.name,
+                            wl.name,
+                            threads,
+                            v.label,
+                            rep + 1
+                        );
+                        progress.tick(&label);
+                        let mut run = Run {
+                            scenario: sc.name.into(),
+                            workload: wl.name.into(),
+                            bench: wl.bench.into(),
+                            variant: v.label.into(),
+                            engine: v.engine.into(),
+                            is_vmemkv: v.is_vmemkv,
+                            threads,
+                            rep,
+                            status: "not run".into(),
+                            ops_per_sec: None,
+                            micros_per_op: None,
+                            operations: None,
+                            max_rss_kib: None,
+                            cgroup_peak_bytes: None,
+                            oom_kills: 0,
+                            timeline: Vec::new(),
+                            note: None,
+                            args: Vec::new(),
+                        };
+                        if ltm_unavailable {
+                            run.note = Some(
+                                "no writable memory cgroup; never run in memory instead".into(),
+                            );
+                            results.runs.push(run);
+                            continue;
+                        }
+                        let cg_ref = cg.as_ref().and_then(|r| r.as_ref().ok());
+                        run_cell(
+                            cfg,
+                            sc,
+                            wl,
+                            v,
+                            threads,
+                            run_secs,
+                            max_threads,
+                            cg_ref,
+                            &mut run,
+                        );
+                        results.runs.push(run);
+                    }
+                }
+            }
+        }
+        // Free the disk before the next scenario's corpora.
+        let _ = fs::remove_dir_all(cfg.work_dir.join(sc.name));
+    }
+    eprintln!();
+    results.cgroup = cgroup_notes.join("; ");
+    write_outputs(cfg, &results)?;
+    Ok(results)
+}
+
+fn load_corpora(cfg: &Config, sc: &Scenario, variants: &[Variant]) -> Result<(), String> {
+    let mut loaded = std::collections::BTreeSet::new();
+    for v in variants {
+        if !loaded.insert(v.engine) {
+            continue;
+        }
+        let dir = corpus_dir(cfg, sc, v);
+        let _ = fs::remove_dir_all(&dir);
+        if let Some(parent) = dir.parent() {
+            fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        let mut args = base_args(sc, &dir, v.engine);
+        args.push("--benchmarks=fillseq".into());
+        args.push("--use_existing_db=0".into());
+        eprint!(
+            "\r\x1b[2Kloading {} corpus for {} ({} keys)",
+            sc.name, v.engine, sc.keys
+        );
+        let out = runner::run_db_bench(&cfg.db_bench, &args, None);
+        if let Some(e) = out.error {
+            return Err(format!("loading {} for {}: {e}", sc.name, v.engine));
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_cell(
+    cfg: &Config,
+    sc: &Scenario,
+    wl: &Workload,
+    v: &Variant,
+    threads: usize,
+    run_secs: u64,
+    max_threads: usize,
+    cg: Option<&cgroup::MemoryCgroup>,
+    run: &mut Run,
+) {
+    let db = if wl.fresh_db {
+        let d = cfg
+            .work_dir
+            .join(sc.name)
+            .join(format!("fresh-{}", v.engine));
+        let _ = fs::remove_dir_all(&d);
+        d
+    } else {
+        corpus_dir(cfg, sc, v)
+    };
+    let secs = if wl.timeline && threads == max_threads && run_secs > 0 {
+        run_secs.max(matrix::TIMELINE_SECS)
+    } else {
+        run_secs
+    };
+    let mut args = base_args(sc, &db, v.engine);
+    args.push(format!("--benchmarks={}", wl.bench));
+    args.push(format!("--threads={threads}"));
+    if secs == 0 {
+        let n = matrix::SMOKE_OPS;
+        args.extend([
+            format!("--reads={n}"),
+            format!("--writes={n}"),
+            format!("--deletes={n}"),
+        ]);
+    } else {
+        args.push(format!("--duration={secs}"));
+    }
+    args.push(format!("--use_existing_db={}", u8::from(!wl.fresh_db)));
+    args.extend(wl.flags.iter().map(|s| s.to_string()));
+    args.extend(v.flags.iter().map(|s| s.to_string()));
+    if wl.bench == "multiscan" {
+        // Spread the ranges across the key space as the seed run does.
+        let stride = (sc.keys / 200).max(1);
+        args.push(format!("--multiscan_stride={stride}"));
+    }
+    let report_file = wl.timeline.then(|| cfg.work_dir.join("timeline.csv"));
+    if let Some(f) = &report_file {
+        let _ = fs::remove_file(f);
+        args.push(format!("--report_file={}", f.display()));
+        args.push("--report_interval_seconds=1".into());
+    }
+    if wl.cold || sc.is_ltm() {
+        if let Err(e) = cgroup::drop_page_cache() {
+            run.note = Some(format!("page cache not dropped: {e}"));
+        }
+    }
+    let out = runner::run_db_bench(&cfg.db_bench, &args, cg);
+    run.args = args;
+    run.max_rss_kib = out.max_rss_kib;
+    run.cgroup_peak_bytes = out.cgroup_peak_bytes;
+    run.oom_kills = out.oom_kills;
+    if let Some(f) = &report_file {
+        run.timeline = fs::read_to_string(f)
+            .map(|t| runner::parse_report_csv(&t))
+            .unwrap_or_default();
+    }
+    match (&out.error, out.results.last()) {
+        (None, Some(r)) => {
+            run.status = "ok".into();
+            run.ops_per_sec = Some(r.ops_per_sec);
+            run.micros_per_op = Some(r.micros_per_op);
+            run.operations = Some(r.operations);
+        }
+        (err, _) => {
+            run.status = "failed".into();
+            run.note = Some(err.clone().unwrap_or_else(|| "no result line".into()));
+        }
+    }
+}
+
+fn write_outputs(cfg: &Config, results: &Results) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(results).map_err(|e| e.to_string())?;
+    let write = |name: &str, body: &str| {
+        let p = cfg.out_dir.join(name);
+        fs::write(&p, body).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    write("results.json", &json)?;
+    write("report.md", &render::markdown(results))?;
+    write("report.html", &render::html(results))?;
+    Ok(())
+}

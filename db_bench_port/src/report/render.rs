@@ -1,0 +1,612 @@
+//! `report.md` and a self-contained `report.html` (inline SVG charts drawn
+//! with plotters; nothing is fetched from the network).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use plotters::prelude::*;
+
+use super::matrix::THREADS;
+use super::stats::{self, verdict};
+use super::{Results, Run};
+
+/// Median ops/sec per (scenario, workload, threads, variant).
+type Medians = BTreeMap<(String, String, usize, String), f64>;
+
+fn medians(results: &Results) -> Medians {
+    let mut groups: BTreeMap<(String, String, usize, String), Vec<f64>> = BTreeMap::new();
+    for r in &results.runs {
+        if let Some(x) = r.ops_per_sec {
+            groups
+                .entry((
+                    r.scenario.clone(),
+                    r.workload.clone(),
+                    r.threads,
+                    r.variant.clone(),
+                ))
+                .or_default()
+                .push(x);
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|(k, v)| stats::median(&v).map(|m| (k, m)))
+        .collect()
+}
+
+fn ordered_unique<'a>(runs: &'a [Run], f: impl Fn(&'a Run) -> &'a str) -> Vec<&'a str> {
+    let mut seen = BTreeSet::new();
+    runs.iter().map(f).filter(|s| seen.insert(*s)).collect()
+}
+
+/// One winner-table cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// Best vmemkv variant and its median ops/sec.
+    pub vmemkv: Option<(String, f64)>,
+    /// Fastest rival and its median ops/sec.
+    pub rival: Option<(String, f64)>,
+}
+
+impl Cell {
+    /// vmemkv / rival.
+    pub fn ratio(&self) -> Option<f64> {
+        stats::ratio(self.vmemkv.as_ref()?.1, self.rival.as_ref()?.1)
+    }
+
+    fn text(&self, not_run: bool) -> String {
+        match (self.ratio(), &self.vmemkv, &self.rival) {
+            (Some(r), Some((vv, _)), Some((rv, _))) => {
+                format!("**{}** {r:.2}x vs {rv} ({vv})", verdict(r).label())
+            }
+            (_, Some((vv, x)), None) => format!("{} ops/s ({vv}); no rival", fmt_ops(*x)),
+            _ if not_run => "not run".into(),
+            _ => "failed".into(),
+        }
+    }
+}
+
+/// The winner cell for a scenario and workload, at the largest thread count
+/// measured.
+pub fn winner_cell(results: &Results, m: &Medians, scenario: &str, workload: &str) -> Cell {
+    let threads = THREADS[THREADS.len() - 1];
+    let pick = |vmemkv: bool| {
+        let cands: Vec<(String, f64)> = results
+            .runs
+            .iter()
+            .filter(|r| {
+                r.scenario == scenario
+                    && r.workload == workload
+                    && r.threads == threads
+                    && r.is_vmemkv == vmemkv
+            })
+            .map(|r| r.variant.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter_map(|v| {
+                m.get(&(
+                    scenario.to_string(),
+                    workload.to_string(),
+                    threads,
+                    v.clone(),
+                ))
+                .map(|x| (v, *x))
+            })
+            .collect();
+        stats::best(cands.iter().map(|(n, x)| (n, *x))).map(|(n, x)| (n.clone(), x))
+    };
+    Cell {
+        vmemkv: pick(true),
+        rival: pick(false),
+    }
+}
+
+fn fmt_ops(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn cell_not_run(results: &Results, scenario: &str, workload: &str) -> bool {
+    results
+        .runs
+        .iter()
+        .filter(|r| r.scenario == scenario && r.workload == workload)
+        .all(|r| r.status == "not run")
+}
+
+/// The winner table as Markdown: a row per workload, a column per scenario.
+pub fn winner_table_md(results: &Results) -> String {
+    let m = medians(results);
+    let scenarios = ordered_unique(&results.runs, |r| r.scenario.as_str());
+    let workloads = ordered_unique(&results.runs, |r| r.workload.as_str());
+    let mut s = String::new();
+    let _ = writeln!(s, "| workload | {} |", scenarios.join(" | "));
+    let _ = writeln!(s, "|---|{}", "---|".repeat(scenarios.len()));
+    for w in &workloads {
+        let cells: Vec<String> = scenarios
+            .iter()
+            .map(|sc| winner_cell(results, &m, sc, w).text(cell_not_run(results, sc, w)))
+            .collect();
+        let _ = writeln!(s, "| {w} | {} |", cells.join(" | "));
+    }
+    s
+}
+
+fn header_md(results: &Results) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# vmemkv vs RocksDB, RocksDB-BlobDB and LMDB\n");
+    let _ = writeln!(
+        s,
+        "Scale **{}**, {} UTC, git `{}`. Each run lasts {} s; each cell is the median of {} interleaved repeats.\n",
+        results.scale, results.date, results.git_revision, results.run_secs, results.repeats
+    );
+    let _ = writeln!(s, "## Machine\n");
+    for (k, v) in &results.machine {
+        let _ = writeln!(s, "* {k}: {v}");
+    }
+    let _ = writeln!(s, "\n## Engines\n");
+    for (k, v) in &results.engines {
+        let _ = writeln!(s, "* {k}: {v}");
+    }
+    let _ = writeln!(
+        s,
+        "\n## Larger-than-memory\n\n{}\n",
+        if results.cgroup.is_empty() {
+            "no LTM scenario in this run"
+        } else {
+            &results.cgroup
+        }
+    );
+    s
+}
+
+fn fairness_md(results: &Results) -> String {
+    let mut s = String::from("## Scaling and fairness\n\n");
+    for (name, how) in &results.scenarios {
+        let _ = writeln!(s, "* **{name}**: {how}");
+    }
+    s.push_str(
+        "* Every engine gets the same db_bench key and value generator (16-byte keys, incompressible values: \
+         `--compression_ratio=1`), the same durability (`sync=false`, WAL on), and no compression.\n\
+         * Rivals use the original benchmark's settings adjusted to this machine (RocksDB: 256 MiB write buffers, \
+         leveled compaction, background jobs = cores; BlobDB: `min_blob_size=256`, blob GC on; LMDB: write map).\n\
+         * The page cache is dropped the same way (`/proc/sys/vm/drop_caches`) before every cold and every LTM run.\n\
+         * Runs of different engines are interleaved within each cell and repeated; the median is reported.\n\
+         * All vmemkv variants read the same loaded corpus; each rival loads its own with `fillseq`.\n\
+         * Destructive workloads run after the read workloads; Insert runs on a fresh, empty database.\n",
+    );
+    s
+}
+
+fn all_medians_md(results: &Results) -> String {
+    let m = medians(results);
+    let mut s = String::from("## All medians (ops/sec)\n\n| scenario | workload | threads | variant | median ops/s | peak mem |\n|---|---|---|---|---|---|\n");
+    for ((sc, w, t, v), x) in &m {
+        let peak = results
+            .runs
+            .iter()
+            .filter(|r| &r.scenario == sc && &r.workload == w && r.threads == *t && &r.variant == v)
+            .filter_map(|r| r.cgroup_peak_bytes.or(r.max_rss_kib.map(|k| k * 1024)))
+            .max()
+            .map_or("-".to_string(), |b| format!("{} MiB", b >> 20));
+        let _ = writeln!(s, "| {sc} | {w} | {t} | {v} | {} | {peak} |", fmt_ops(*x));
+    }
+    let failed: Vec<&Run> = results
+        .runs
+        .iter()
+        .filter(|r| r.status == "failed")
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(s, "\n### Failed runs\n");
+        for r in failed {
+            let _ = writeln!(
+                s,
+                "* {} / {} / {}t / {}: {}",
+                r.scenario,
+                r.workload,
+                r.threads,
+                r.variant,
+                r.note.as_deref().unwrap_or("")
+            );
+        }
+    }
+    s
+}
+
+/// The whole `report.md`.
+pub fn markdown(results: &Results) -> String {
+    let mut s = header_md(results);
+    let _ = writeln!(
+        s,
+        "## Winner table\n\nBest vmemkv variant against the fastest rival at {} threads. WIN = at least 1.1x, LOSE = below 1/1.1x.\n",
+        THREADS[THREADS.len() - 1]
+    );
+    s.push_str(&winner_table_md(results));
+    s.push('\n');
+    s.push_str(&fairness_md(results));
+    s.push('\n');
+    s.push_str(&all_medians_md(results));
+    s
+}
+
+fn md_to_html_table(md: &str) -> String {
+    let mut s = String::from("<table>\n");
+    for (i, line) in md.lines().filter(|l| l.starts_with('|')).enumerate() {
+        if i == 1 {
+            continue; // the |---| separator
+        }
+        let tag = if i == 0 { "th" } else { "td" };
+        s.push_str("<tr>");
+        for cell in line.trim_matches('|').split('|') {
+            let c = html_escape(cell.trim());
+            let c = c
+                .replace("**WIN**", "<b class=win>WIN</b>")
+                .replace("**LOSE**", "<b class=lose>LOSE</b>")
+                .replace("**EVEN**", "<b class=even>EVEN</b>");
+            let _ = write!(s, "<{tag}>{c}</{tag}>");
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</table>\n");
+    s
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+fn line_chart(title: &str, x_label: &str, series: &[(String, Vec<(f64, f64)>)]) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (560, 320)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let xmax = series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|q| q.0))
+            .fold(1.0f64, f64::max);
+        let ymax = series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|q| q.1))
+            .fold(1.0f64, f64::max)
+            * 1.1;
+        let chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..xmax * 1.05, 0f64..ymax);
+        let Ok(mut chart) = chart else {
+            return svg_error(title);
+        };
+        let _ = chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc("ops/sec")
+            .y_label_formatter(&|y| fmt_ops(*y))
+            .draw();
+        for (i, (name, pts)) in series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            if let Ok(ann) =
+                chart.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            {
+                ann.label(name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+            }
+            let _ = chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())));
+        }
+        let _ = chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw();
+        let _ = root.present();
+    }
+    svg
+}
+
+fn bar_chart(title: &str, groups: &[(String, Vec<(String, f64)>)]) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (560, 320)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let n = groups.len().max(1);
+        let ymax = groups
+            .iter()
+            .flat_map(|(_, b)| b.iter().map(|x| x.1))
+            .fold(1.0f64, f64::max)
+            * 1.15;
+        let chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..n as f64, 0f64..ymax);
+        let Ok(mut chart) = chart else {
+            return svg_error(title);
+        };
+        let labels: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
+        let _ = chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|x| labels.get(x.floor() as usize).cloned().unwrap_or_default())
+            .y_label_formatter(&|y| fmt_ops(*y))
+            .draw();
+        let series_names: Vec<String> = groups
+            .iter()
+            .flat_map(|g| g.1.iter().map(|b| b.0.clone()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let k = series_names.len().max(1) as f64;
+        for (si, sname) in series_names.iter().enumerate() {
+            let color = PALETTE[si % PALETTE.len()];
+            let bars = groups.iter().enumerate().filter_map(|(gi, g)| {
+                let v = g.1.iter().find(|b| &b.0 == sname)?.1;
+                let x0 = gi as f64 + 0.1 + 0.8 * si as f64 / k;
+                Some(Rectangle::new(
+                    [(x0, 0.0), (x0 + 0.8 / k, v)],
+                    color.filled(),
+                ))
+            });
+            if let Ok(ann) = chart.draw_series(bars) {
+                ann.label(sname.clone()).legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 4), (x + 10, y + 4)], color.filled())
+                });
+            }
+        }
+        let _ = chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw();
+        let _ = root.present();
+    }
+    svg
+}
+
+fn svg_error(title: &str) -> String {
+    format!("<p>chart '{}' could not be drawn</p>", html_escape(title))
+}
+
+/// The whole `report.html`: tables plus inline SVG charts.
+pub fn html(results: &Results) -> String {
+    let m = medians(results);
+    let mut s = String::from(
+        "<!doctype html><html><head><meta charset=utf-8><title>vmemkv comparison</title><style>\
+         body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}\
+         table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}\
+         th{background:#f3f3f3}.win{color:#1a7f37}.lose{color:#cf222e}.even{color:#9a6700}\
+         .charts{display:flex;flex-wrap:wrap;gap:8px}.charts div{border:1px solid #eee}</style></head><body>\n",
+    );
+    // Header and fairness notes as simple paragraphs.
+    for line in header_md(results).lines() {
+        if let Some(h) = line.strip_prefix("# ") {
+            let _ = writeln!(s, "<h1>{}</h1>", html_escape(h));
+        } else if let Some(h) = line.strip_prefix("## ") {
+            let _ = writeln!(s, "<h2>{}</h2>", html_escape(h));
+        } else if let Some(li) = line.strip_prefix("* ") {
+            let _ = writeln!(s, "<li>{}</li>", html_escape(li));
+        } else if !line.trim().is_empty() {
+            let _ = writeln!(s, "<p>{}</p>", html_escape(line).replace("**", ""));
+        }
+    }
+    let _ = writeln!(s, "<h2>Winner table</h2>");
+    s.push_str(&md_to_html_table(&winner_table_md(results)));
+
+    let scenarios = ordered_unique(&results.runs, |r| r.scenario.as_str());
+    let workloads = ordered_unique(&results.runs, |r| r.workload.as_str());
+    let variants = ordered_unique(&results.runs, |r| r.variant.as_str());
+
+    let _ = writeln!(s, "<h2>Throughput against threads</h2>");
+    for sc in &scenarios {
+        let _ = writeln!(s, "<h3>{}</h3><div class=charts>", html_escape(sc));
+        for w in &workloads {
+            let series: Vec<(String, Vec<(f64, f64)>)> = variants
+                .iter()
+                .map(|v| {
+                    let pts: Vec<(f64, f64)> = THREADS
+                        .iter()
+                        .filter_map(|&t| {
+                            m.get(&(sc.to_string(), w.to_string(), t, v.to_string()))
+                                .map(|x| (t as f64, *x))
+                        })
+                        .collect();
+                    (v.to_string(), pts)
+                })
+                .filter(|(_, p)| !p.is_empty())
+                .collect();
+            if !series.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "<div>{}</div>",
+                    line_chart(&format!("{sc}: {w}"), "threads", &series)
+                );
+            }
+        }
+        s.push_str("</div>\n");
+    }
+
+    let _ = writeln!(s, "<h2>YCSB-E timeline</h2><div class=charts>");
+    for sc in &scenarios {
+        let series: Vec<(String, Vec<(f64, f64)>)> = results
+            .runs
+            .iter()
+            .filter(|r| {
+                &r.scenario == sc && r.workload == "YCSB-E" && r.rep == 0 && !r.timeline.is_empty()
+            })
+            .filter(|r| r.threads == THREADS[THREADS.len() - 1])
+            .map(|r| (r.variant.clone(), r.timeline.clone()))
+            .collect();
+        if !series.is_empty() {
+            let _ = writeln!(
+                s,
+                "<div>{}</div>",
+                line_chart(&format!("{sc}: YCSB-E per second"), "seconds", &series)
+            );
+        }
+    }
+    s.push_str("</div>\n");
+
+    let _ = writeln!(
+        s,
+        "<h2>MultiScan: async against sync (cold cache)</h2><div class=charts>"
+    );
+    let t = THREADS[THREADS.len() - 1];
+    for sc in &scenarios {
+        let groups: Vec<(String, Vec<(String, f64)>)> = variants
+            .iter()
+            .filter_map(|v| {
+                let get = |w: &str| {
+                    m.get(&(sc.to_string(), w.to_string(), t, v.to_string()))
+                        .copied()
+                };
+                let bars: Vec<(String, f64)> = [
+                    ("async", get("MultiScan async (cold)")),
+                    ("sync", get("MultiScan sync (cold)")),
+                ]
+                .into_iter()
+                .filter_map(|(n, x)| x.map(|x| (n.to_string(), x)))
+                .collect();
+                (!bars.is_empty()).then(|| (v.to_string(), bars))
+            })
+            .collect();
+        if !groups.is_empty() {
+            let _ = writeln!(
+                s,
+                "<div>{}</div>",
+                bar_chart(&format!("{sc}: multiscan ops/sec, {t} threads"), &groups)
+            );
+        }
+    }
+    s.push_str("</div>\n");
+
+    let _ = writeln!(s, "<h2>Scaling and fairness</h2><ul>");
+    for line in fairness_md(results)
+        .lines()
+        .filter_map(|l| l.strip_prefix("* "))
+    {
+        let _ = writeln!(
+            s,
+            "<li>{}</li>",
+            html_escape(line).replace("**", "").replace('`', "")
+        );
+    }
+    s.push_str("</ul>\n");
+    let _ = writeln!(s, "<h2>All medians</h2>");
+    let all = all_medians_md(results);
+    s.push_str(&md_to_html_table(
+        all.split("### Failed runs").next().unwrap_or(""),
+    ));
+    s.push_str("</body></html>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(sc: &str, w: &str, v: &str, vm: bool, t: usize, rep: usize, x: f64) -> Run {
+        Run {
+            scenario: sc.into(),
+            workload: w.into(),
+            bench: "b".into(),
+            variant: v.into(),
+            engine: "e".into(),
+            is_vmemkv: vm,
+            threads: t,
+            rep,
+            status: "ok".into(),
+            ops_per_sec: Some(x),
+            micros_per_op: Some(1.0),
+            operations: Some(1),
+            max_rss_kib: None,
+            cgroup_peak_bytes: None,
+            oom_kills: 0,
+            timeline: vec![],
+            note: None,
+            args: vec![],
+        }
+    }
+
+    fn results(runs: Vec<Run>) -> Results {
+        Results {
+            scale: "smoke".into(),
+            date: "d".into(),
+            git_revision: "g".into(),
+            machine: vec![],
+            engines: vec![],
+            scenarios: vec![],
+            run_secs: 1,
+            repeats: 3,
+            cgroup: String::new(),
+            runs,
+        }
+    }
+
+    #[test]
+    fn winner_uses_medians_best_variant_and_fastest_rival() {
+        let mut runs = Vec::new();
+        for (rep, (a, b, r1, r2)) in [
+            (100.0, 300.0, 100.0, 90.0),
+            (110.0, 310.0, 150.0, 95.0),
+            (900.0, 10.0, 120.0, 99.0),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            runs.push(run("S", "W", "vm-a", true, 4, rep, a));
+            runs.push(run("S", "W", "vm-b", true, 4, rep, b));
+            runs.push(run("S", "W", "Rocks", false, 4, rep, r1));
+            runs.push(run("S", "W", "LMDB", false, 4, rep, r2));
+        }
+        let res = results(runs);
+        let m = medians(&res);
+        let c = winner_cell(&res, &m, "S", "W");
+        assert_eq!(c.vmemkv, Some(("vm-b".to_string(), 300.0)));
+        assert_eq!(c.rival, Some(("Rocks".to_string(), 120.0)));
+        assert_eq!(c.ratio(), Some(2.5));
+        let table = winner_table_md(&res);
+        assert!(
+            table.contains("| W | **WIN** 2.50x vs Rocks (vm-b) |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn html_is_self_contained_and_has_charts() {
+        let runs = vec![
+            run("S", "W", "vm", true, 1, 0, 5.0),
+            run("S", "W", "vm", true, 4, 0, 9.5),
+            run("S", "W", "R", false, 4, 0, 10.0),
+        ];
+        let h = html(&results(runs));
+        assert!(h.contains("<svg"), "charts are inline SVG");
+        for needle in ["src=", "href=", "<link", "@import", "url("] {
+            assert!(
+                !h.contains(needle),
+                "report.html must not fetch anything ({needle})"
+            );
+        }
+        assert!(h.contains("EVEN"));
+    }
+}

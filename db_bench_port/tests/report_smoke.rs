@@ -1,0 +1,67 @@
+//! The comparison report at smoke scale, end to end: db_bench runs for every
+//! engine compiled in, and the report files come out well formed.
+
+use std::process::Command;
+
+#[test]
+fn smoke_report_writes_all_files_with_a_winner_row_per_workload() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let work = tempfile::tempdir().expect("tempdir");
+    let status = Command::new(env!("CARGO_BIN_EXE_vmemkv_report"))
+        .arg("--scale=smoke")
+        .arg(format!("--out={}", out.path().display()))
+        .arg(format!("--work-dir={}", work.path().display()))
+        .arg(format!("--db-bench={}", env!("CARGO_BIN_EXE_db_bench")))
+        .arg(format!(
+            "--rivals={}",
+            u8::from(cfg!(feature = "rocksdb") && cfg!(feature = "lmdb"))
+        ))
+        .status()
+        .expect("run vmemkv_report");
+    assert!(status.success(), "vmemkv_report failed");
+    for f in ["results.json", "report.md", "report.html"] {
+        assert!(out.path().join(f).is_file(), "{f} missing");
+    }
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("results.json")).expect("read results.json"),
+    )
+    .expect("results.json parses");
+    let runs = json["runs"].as_array().expect("runs array");
+    assert!(!runs.is_empty());
+    let ok = runs.iter().filter(|r| r["status"] == "ok").count();
+    assert!(ok > 0, "no run succeeded");
+    let failed: Vec<String> = runs
+        .iter()
+        .filter(|r| r["status"] == "failed")
+        .map(|r| {
+            format!(
+                "{} {} {}: {}",
+                r["scenario"], r["workload"], r["variant"], r["note"]
+            )
+        })
+        .collect();
+    assert!(failed.is_empty(), "failed runs:\n{}", failed.join("\n"));
+
+    let md = std::fs::read_to_string(out.path().join("report.md")).expect("read report.md");
+    assert!(md.contains("## Winner table"));
+    for w in [
+        "Insert",
+        "Update (Zipf)",
+        "Delete",
+        "Get Miss",
+        "Get Hit (Zipf)",
+        "Get Hit (Uniform)",
+        "Scan 100 (Zipf)",
+        "Scan 100 (Uniform)",
+        "YCSB-E",
+        "MultiScan async (cold)",
+        "MultiScan sync (cold)",
+    ] {
+        assert!(
+            md.contains(&format!("| {w} |")),
+            "winner table lacks a row for {w}"
+        );
+    }
+    let html = std::fs::read_to_string(out.path().join("report.html")).expect("read report.html");
+    assert!(html.contains("<svg"), "report.html has no chart");
+}

@@ -826,7 +826,7 @@ pub fn differential_ops(h: &Harness, ops: usize, seed: u64) {
     );
 }
 
-fn check_iterator_walk(
+pub(crate) fn check_iterator_walk(
     db: &dyn Db,
     oracle: &BTreeMap<Vec<u8>, Vec<u8>>,
     rng: &mut StdRng,
@@ -898,7 +898,7 @@ fn check_iterator_walk(
     it.status().expect("iterator status");
 }
 
-fn check_random_multiscan(
+pub(crate) fn check_random_multiscan(
     db: &dyn Db,
     oracle: &BTreeMap<Vec<u8>, Vec<u8>>,
     rng: &mut StdRng,

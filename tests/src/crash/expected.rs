@@ -125,6 +125,11 @@ impl Expected {
         self.word(W_NEXT_SEQ).fetch_add(1, Ordering::AcqRel)
     }
 
+    /// The next sequence number, without taking it.
+    pub fn peek_seq(&self) -> u64 {
+        self.word(W_NEXT_SEQ).load(Ordering::Acquire)
+    }
+
     /// The last acknowledged state of key `k`.
     pub fn acked(&self, k: usize) -> State {
         State(self.word(HEADER_WORDS + 2 * k).load(Ordering::Acquire))

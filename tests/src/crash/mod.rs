@@ -310,16 +310,27 @@ pub fn run_parent(exe: &Path, cfg: &Config) -> Result<Report, String> {
     let mut rng = StdRng::seed_from_u64(cfg.seed ^ 0xc0ffee);
     let mut report = Report::default();
     for cycle in 0..cfg.cycles {
+        let seq_at_spawn = exp.peek_seq();
         let mut child = spawn_child(exe, cfg, cycle).map_err(|e| format!("spawn: {e}"))?;
-        let wait = rng.random_range(cfg.kill_after_ms.0..=cfg.kill_after_ms.1);
-        let deadline = Instant::now() + Duration::from_millis(wait);
+        // The kill window starts once the child is writing, so that every
+        // cycle kills mid-workload rather than during open.
         let mut exited_early = None;
-        while Instant::now() < deadline {
+        let open_deadline = Instant::now() + Duration::from_secs(30);
+        while exp.peek_seq() <= seq_at_spawn + 1 && Instant::now() < open_deadline {
             if let Ok(Some(status)) = child.try_wait() {
                 exited_early = Some(status);
                 break;
             }
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let wait = rng.random_range(cfg.kill_after_ms.0..=cfg.kill_after_ms.1);
+        let deadline = Instant::now() + Duration::from_millis(wait);
+        while exited_early.is_none() && Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                exited_early = Some(status);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
         if let Some(status) = exited_early {
             let mut err = String::new();
@@ -339,7 +350,7 @@ pub fn run_parent(exe: &Path, cfg: &Config) -> Result<Report, String> {
         verify_cycle(cfg, &exp, cycle, &mut report);
         report.cycles += 1;
     }
-    report.seqs_issued = exp.next_seq();
+    report.seqs_issued = exp.peek_seq();
     Ok(report)
 }
 
@@ -353,7 +364,7 @@ fn verify_cycle(cfg: &Config, exp: &Expected, cycle: usize, report: &mut Report)
             return;
         }
     };
-    let issued = exp.next_seq();
+    let issued = exp.peek_seq();
     let mut observed = vec![State::NONE; cfg.nkeys];
     let mut buf = Vec::new();
     for (k, slot) in observed.iter_mut().enumerate() {

@@ -1,4 +1,34 @@
-//! vmemkv: keys in RAM (T1), values in mmap-backed segment files (T2).
+//! vmemkv: a larger-than-memory key-value engine. Keys live in RAM (T1,
+//! the in-memory index); values live in mmap'd, append-only segment files
+//! (T2) that double as the write-ahead log.
+//!
+//! Start with [`Db::open`]. The on-disk format, commit and recovery
+//! protocol, maintenance and consistency rules are in `docs/design.md`.
 #![deny(clippy::unwrap_used)]
 
+mod apply;
+pub mod batch;
+pub mod checkpoint;
+mod db;
+mod dir;
+pub mod error;
+mod fsutil;
+mod index;
+mod infolog;
+pub mod iter;
+pub mod maintenance;
+pub mod multiscan;
+pub mod options;
+pub mod stats;
+mod stripes;
 pub mod t1;
+mod t1_stats;
+pub mod t2;
+
+pub use batch::WriteBatch;
+pub use db::{Db, WriteOptions};
+pub use error::{Error, Result};
+pub use iter::{Bounds, Iter};
+pub use maintenance::DefragReport;
+pub use options::{Options, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use stats::Statistics;

@@ -752,7 +752,7 @@ pub fn differential_ops(h: &Harness, ops: usize, seed: u64) {
     let rkey = |rng: &mut StdRng| -> Vec<u8> {
         let i: u32 = rng.random_range(0..400);
         let mut k = format!("k{i:04}").into_bytes();
-        if i % 7 == 0 {
+        if i.is_multiple_of(7) {
             k.push(0);
         }
         k
@@ -946,8 +946,11 @@ pub(crate) fn check_random_multiscan(
     );
 }
 
+/// A named conformance case.
+pub type Case = (&'static str, fn(&Harness));
+
 /// Every case, by name, for the meta-test and for ad-hoc runs.
-pub const ALL_CASES: &[(&str, fn(&Harness))] = &[
+pub const ALL_CASES: &[Case] = &[
     ("point_operations", point_operations),
     ("keys_and_values", keys_and_values),
     ("write_batch", write_batch),

@@ -14,7 +14,7 @@ use vmemkv_compat::{
 fn key(rng: &mut StdRng) -> Vec<u8> {
     let i: u32 = rng.random_range(0..300);
     let mut k = format!("k{i:04}").into_bytes();
-    if i % 11 == 0 {
+    if i.is_multiple_of(11) {
         k.push(0xff);
     }
     k

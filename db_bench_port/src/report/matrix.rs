@@ -212,7 +212,7 @@ pub fn variants(with_rivals: bool) -> Vec<Variant> {
             flags: &[
                 "--vmemkv_bloom=0",
                 "--vmemkv_inline=0",
-                "--vmemkv_prefetch=0",
+                "--vmemkv_prefault=0",
             ],
             is_vmemkv: true,
             all_threads: false,
@@ -223,7 +223,7 @@ pub fn variants(with_rivals: bool) -> Vec<Variant> {
             flags: &[
                 "--vmemkv_bloom=1",
                 "--vmemkv_inline=0",
-                "--vmemkv_prefetch=0",
+                "--vmemkv_prefault=0",
             ],
             is_vmemkv: true,
             all_threads: false,
@@ -234,18 +234,18 @@ pub fn variants(with_rivals: bool) -> Vec<Variant> {
             flags: &[
                 "--vmemkv_bloom=1",
                 "--vmemkv_inline=1",
-                "--vmemkv_prefetch=0",
+                "--vmemkv_prefault=0",
             ],
             is_vmemkv: true,
             all_threads: false,
         },
         Variant {
-            label: "vmemkv+Prefetch",
+            label: "vmemkv+Prefault",
             engine: "vmemkv",
             flags: &[
                 "--vmemkv_bloom=1",
                 "--vmemkv_inline=1",
-                "--vmemkv_prefetch=1",
+                "--vmemkv_prefault=1",
             ],
             is_vmemkv: true,
             all_threads: true,

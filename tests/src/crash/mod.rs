@@ -96,7 +96,7 @@ fn mix(k: usize, seq: u64) -> u64 {
 /// whether it is intact. Sizes span inline (8 B) and stored values.
 pub fn encode_value(k: usize, seq: u64) -> Vec<u8> {
     let h = mix(k, seq);
-    if h % 4 == 0 {
+    if h.is_multiple_of(4) {
         let mut v = Vec::with_capacity(8);
         v.extend_from_slice(&(k as u32).to_le_bytes());
         v.extend_from_slice(&(seq as u32).to_le_bytes());
@@ -392,7 +392,8 @@ fn verify_cycle(cfg: &Config, exp: &Expected, cycle: usize, report: &mut Report)
         };
         *slot = match seq {
             Some(s) => State::put(s),
-            None => acked.is_delete().then_some(acked).unwrap_or(State::NONE),
+            None if acked.is_delete() => acked,
+            None => State::NONE,
         };
         let ok = if cfg.mode.keeps_acknowledged() {
             match seq {

@@ -1,0 +1,157 @@
+//! Applying log records to T1 — shared by the write path and recovery, so
+//! that replay does exactly what the original write did — and the live-byte
+//! accounting that drives defragment.
+
+use crate::batch::{BatchIter, BatchOp};
+use crate::error::{Error, Result};
+use crate::index::{Entry, Locator, Payload, Upsert, T1};
+use crate::t2::record::{Header, HEADER_LEN};
+
+/// Adjusts the live-byte counter of a segment.
+pub(crate) type Adjust<'a> = &'a dyn Fn(u32, i64);
+
+fn account(res: Upsert, key_len: usize, new: Option<(u32, usize)>, adjust: Adjust<'_>) {
+    let added = |adjust: Adjust<'_>| {
+        if let Some((seg, vlen)) = new {
+            adjust(seg, (key_len + vlen) as i64);
+        }
+    };
+    match res {
+        Upsert::Stale => {}
+        Upsert::Inserted => added(adjust),
+        Upsert::Replaced(old) => {
+            added(adjust);
+            if let Payload::Stored(l) = old.payload {
+                adjust(l.segment, -((key_len + l.len as usize) as i64));
+            }
+        }
+    }
+}
+
+/// Upserts one entry and accounts for it.
+pub(crate) fn upsert(
+    t1: &T1,
+    key: &[u8],
+    seq: u64,
+    payload: Payload,
+    adjust: Adjust<'_>,
+) -> Upsert {
+    let new = match payload {
+        Payload::Stored(l) => Some((l.segment, l.len as usize)),
+        _ => None,
+    };
+    let r = t1.upsert(key, Entry { seq, payload });
+    account(r, key.len(), new, adjust);
+    r
+}
+
+/// The payload of a put whose value bytes lie at `value_off` in `segment`.
+pub(crate) fn put_payload(inline: bool, segment: u32, value_off: usize, value: &[u8]) -> Payload {
+    if inline {
+        if let Some(p) = Payload::inline(value) {
+            return p;
+        }
+    }
+    Payload::Stored(Locator {
+        segment,
+        offset: value_off as u32,
+        len: value.len() as u32,
+    })
+}
+
+/// Tombstones every live key in `[begin, end)` with `seq`. The caller holds
+/// the writer gate exclusively at run time, so no older write can be
+/// published after this and survive (replay would not let it).
+pub(crate) fn delete_range(t1: &T1, begin: &[u8], end: &[u8], seq: u64, adjust: Adjust<'_>) {
+    if begin >= end {
+        return;
+    }
+    let mut keys = Vec::new();
+    let mut c = t1.cursor();
+    c.seek(begin);
+    while c.valid() && c.key() < end {
+        keys.push(c.key().to_vec());
+        c.next();
+    }
+    drop(c);
+    for k in keys {
+        upsert(t1, &k, seq, Payload::Tombstone, adjust);
+    }
+}
+
+/// Applies a batch body that lies at `body_off` in segment `segment`.
+pub(crate) fn apply_batch(
+    t1: &T1,
+    inline: bool,
+    segment: u32,
+    body_off: usize,
+    seq: u64,
+    body: &[u8],
+    adjust: Adjust<'_>,
+) -> std::result::Result<(), usize> {
+    for op in BatchIter::over(body) {
+        match op? {
+            BatchOp::Put {
+                key,
+                value,
+                value_offset,
+            } => {
+                let p = put_payload(inline, segment, body_off + value_offset, value);
+                upsert(t1, key, seq, p, adjust);
+            }
+            BatchOp::Delete { key } => {
+                upsert(t1, key, seq, Payload::Tombstone, adjust);
+            }
+            BatchOp::DeleteRange { begin, end } => delete_range(t1, begin, end, seq, adjust),
+        }
+    }
+    Ok(())
+}
+
+/// The old locator a relocation record moved away from.
+pub(crate) fn relocation_old(h: &Header) -> Locator {
+    Locator {
+        segment: (h.extra >> 32) as u32,
+        offset: h.extra as u32,
+        len: h.body_len - h.count_or_key_len,
+    }
+}
+
+/// Replays one record found by recovery.
+pub(crate) fn replay_record(
+    t1: &T1,
+    inline: bool,
+    seg: &crate::t2::segment::Segment,
+    off: usize,
+    h: &Header,
+    body: &[u8],
+    adjust: Adjust<'_>,
+) -> Result<()> {
+    let body_off = off + HEADER_LEN;
+    let (seg_id, seg_path) = (seg.id, &seg.path);
+    match h.kind {
+        crate::t2::record::Kind::Batch => {
+            apply_batch(t1, inline, seg_id, body_off, h.seq, body, adjust).map_err(|at| {
+                Error::Corruption(format!(
+                    "{} offset {off}: malformed batch operation at body offset {at}",
+                    seg_path.display()
+                ))
+            })
+        }
+        crate::t2::record::Kind::Relocation => {
+            let kl = h.count_or_key_len as usize;
+            let key = body.get(..kl).unwrap_or_default();
+            let old = relocation_old(h);
+            let new = Locator {
+                segment: seg_id,
+                offset: (body_off + kl) as u32,
+                len: old.len,
+            };
+            if t1.relocate(key, h.seq, old, new) {
+                adjust(old.segment, -((kl + old.len as usize) as i64));
+                adjust(seg_id, (kl + old.len as usize) as i64);
+            }
+            Ok(())
+        }
+    }
+}

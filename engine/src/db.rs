@@ -1,0 +1,762 @@
+//! The native API: [`Db`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::apply;
+use crate::batch::{WriteBatch, OP_DELETE, OP_PUT};
+use crate::checkpoint::{self, Manifest};
+use crate::dir::{self, DirLock};
+use crate::error::{Error, Result};
+use crate::index::{Payload, T1Config, T1};
+use crate::infolog::InfoLog;
+use crate::iter::{Bounds, Iter};
+use crate::maintenance::prio::niced;
+use crate::maintenance::Background;
+use crate::options::{Options, MAX_KEY_SIZE};
+use crate::stats::{Counters, Statistics};
+use crate::t2::log::Log;
+use crate::t2::record::{lsn, split_lsn, Kind};
+use crate::t2::scan;
+use crate::t2::segment::{self, MapOpts, Segment};
+
+/// Per-write options (RocksDB's `WriteOptions`).
+///
+/// * `sync = false`: the write is in the shared mapping when the call
+///   returns, so it survives a process crash (SIGKILL), not a power loss.
+/// * `sync = true`: the covering log range is `msync`ed before the call
+///   returns (group commit).
+/// * `disable_wal = true`: accepted; the value log *is* the WAL, so the
+///   write is still logged and behaves as `sync = false`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Durable before returning.
+    pub sync: bool,
+    /// See the type's docs.
+    pub disable_wal: bool,
+}
+
+impl WriteOptions {
+    /// `sync = true`.
+    pub fn sync() -> Self {
+        WriteOptions {
+            sync: true,
+            disable_wal: false,
+        }
+    }
+}
+
+/// Which locks a write takes (see `stripes`).
+enum Keys<'a> {
+    /// One key's stripe, gate shared.
+    One(&'a [u8]),
+    /// The stripes of a batch's keys, gate shared.
+    Batch(&'a WriteBatch),
+    /// The gate exclusively (range deletes): nothing else is in flight.
+    All,
+}
+
+pub(crate) struct CkptState {
+    pub id: u64,
+    pub lsn: u64,
+}
+
+/// Shared state behind [`Db`]; the maintenance thread holds it too.
+pub(crate) struct Inner {
+    pub dir: PathBuf,
+    pub opts: Options,
+    pub t1: T1,
+    pub log: Log,
+    /// Writers hold it shared from reservation until T1 is updated, so a
+    /// checkpoint holding it exclusively sees every record below the tail
+    /// published. Range deletes hold it exclusively.
+    pub gate: RwLock<()>,
+    pub info: Arc<InfoLog>,
+    pub counters: Counters,
+    pub ckpt: Mutex<CkptState>,
+    /// Log bytes written since the last checkpoint, at open (replayed).
+    pub since_ckpt_base: AtomicU64,
+    /// `log.appended` when the last checkpoint fixed its LSN.
+    pub appended_at_ckpt: AtomicU64,
+    pub defrag: Mutex<()>,
+    pub stripes: crate::stripes::Stripes,
+    pub max_value: usize,
+    _lock: DirLock,
+}
+
+/// A vmemkv database: keys in RAM (T1), values in mmap'd segment files
+/// (T2), every write one record in the value log.
+///
+/// `Db` is `Send + Sync`; share it with `Arc` or references.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let db = vmemkv::Db::open(dir.path(), vmemkv::Options::default()).unwrap();
+/// db.put(b"k", b"v").unwrap();
+/// assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+/// ```
+pub struct Db {
+    inner: Arc<Inner>,
+    bg: Option<Background>,
+}
+
+fn t1_config(o: &Options) -> T1Config {
+    let mut c = T1Config::default();
+    if o.split_threshold > 0 {
+        c.split_threshold = o.split_threshold;
+    }
+    if !o.bloom {
+        c.bloom_bits_per_key = 0;
+    }
+    c.background = o.background;
+    c
+}
+
+fn adjust_in(segs: &BTreeMap<u32, Arc<Segment>>) -> impl Fn(u32, i64) + '_ {
+    move |id, d| {
+        if let Some(s) = segs.get(&id) {
+            s.live.fetch_add(d, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Db {
+    /// Opens (or creates) the database in directory `path`, recovering
+    /// from its last checkpoint and log.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let dir = path.as_ref().to_path_buf();
+        let listing = dir::prepare(&dir, opts.create_if_missing, opts.error_if_exists)?;
+        let lock = DirLock::acquire(&dir)?;
+        for t in &listing.temps {
+            let p = dir.join(t);
+            std::fs::remove_file(&p)
+                .map_err(|e| Error::io(format!("removing leftover {}", p.display()), e))?;
+        }
+        let info = Arc::new(InfoLog::open(&dir)?);
+        info.log(format_args!(
+            "open {} segment_size={} checkpoint_interval_bytes={} bloom={} inline={} prefault={} random_access={} pread_min_bytes={} background={} maintenance_nice={}",
+            dir.display(), opts.segment_size, opts.checkpoint_interval_bytes, opts.bloom,
+            opts.inline_values, opts.prefault, opts.random_access, opts.pread_min_bytes,
+            opts.background, opts.maintenance_nice
+        ));
+        let t0 = Instant::now();
+        let map_opts = MapOpts {
+            prefault: opts.prefault,
+            random: opts.random_access,
+        };
+        let mut segs: BTreeMap<u32, Arc<Segment>> = BTreeMap::new();
+        for &id in &listing.segments {
+            let p = dir.join(segment::file_name(id));
+            segs.insert(id, Arc::new(Segment::open(&p, id, map_opts)?));
+        }
+        let contiguous_from_zero = segs.keys().copied().eq(0..segs.len() as u32);
+
+        // 1. The checkpoint, or a full replay when there is none usable.
+        let mut t1 = T1::new(t1_config(&opts));
+        let mut start = 0u64;
+        let mut ckpt_id = 0u64;
+        if listing.has_manifest {
+            let t_load = Instant::now();
+            let loaded = Manifest::load(&dir).and_then(|m| {
+                let n = load_checkpoint(&dir, &m, &t1, &segs)?;
+                Ok((m, n))
+            });
+            match loaded {
+                Ok((m, n)) => {
+                    info.log(format_args!(
+                        "recovery: loaded checkpoint {} ({} entries, {} bytes) covering LSN {:016x} in {:.3} ms",
+                        m.snapshot,
+                        n,
+                        m.snapshot_bytes,
+                        m.lsn,
+                        t_load.elapsed().as_secs_f64() * 1e3
+                    ));
+                    start = m.lsn;
+                    ckpt_id = m.id;
+                }
+                Err(e) if contiguous_from_zero => {
+                    info.log(format_args!(
+                        "recovery: checkpoint unusable ({e}); falling back to a full log replay"
+                    ));
+                    t1 = T1::new(t1_config(&opts));
+                    for s in segs.values() {
+                        s.live.store(0, Ordering::Relaxed);
+                    }
+                }
+                Err(e) => {
+                    info.log(format_args!("recovery failed: {e}"));
+                    return Err(e);
+                }
+            }
+        } else if !contiguous_from_zero {
+            return Err(Error::Corruption(format!(
+                "{}: no MANIFEST and the segment files are not 00000000.seg onwards; \
+                 the log cannot be replayed from its start",
+                dir.display()
+            )));
+        }
+
+        // 2. Replay the log from the checkpoint's LSN.
+        let (start_seg, start_off) = split_lsn(start);
+        if segs.is_empty() && start == 0 {
+            segs.insert(
+                0,
+                Arc::new(Segment::create(&dir, 0, opts.segment_size, map_opts)?),
+            );
+            crate::fsutil::sync_dir(&dir)?;
+        }
+        let tail: Vec<Arc<Segment>> = segs.range(start_seg..).map(|(_, s)| s.clone()).collect();
+        if tail.first().map(|s| s.id) != Some(start_seg)
+            || !tail
+                .iter()
+                .map(|s| s.id)
+                .eq(start_seg..start_seg + tail.len() as u32)
+        {
+            let e = Error::Corruption(format!(
+                "{}: segment files from {} onwards must all exist to replay the log from LSN {start:016x}",
+                dir.display(),
+                segment::file_name(start_seg)
+            ));
+            info.log(format_args!("recovery failed: {e}"));
+            return Err(e);
+        }
+        for s in segs.range(..start_seg).map(|(_, s)| s) {
+            s.tail.store(s.size() as u64, Ordering::Release);
+        }
+        let t_replay = Instant::now();
+        let rep = {
+            let adjust = adjust_in(&segs);
+            let inline = opts.inline_values;
+            let t1r = &t1;
+            scan::recover(&tail, start_off as usize, |seg, f, body| {
+                apply::replay_record(t1r, inline, seg, f.off, &f.header, body, &adjust)
+            })
+        };
+        let rep = match rep {
+            Ok(r) => r,
+            Err(e) => {
+                info.log(format_args!("recovery failed: {e}"));
+                return Err(e);
+            }
+        };
+        for (s, from, to) in &rep.holes {
+            info.log(format_args!(
+                "recovery: skipped {} bytes at {} offset {from}: a write in flight at the crash (never acknowledged)",
+                to - from,
+                segment::file_name(*s)
+            ));
+        }
+        if let Some((s, off, len)) = rep.truncated {
+            info.log(format_args!(
+                "recovery: torn tail in {} at offset {off}: truncated {len} bytes (point-in-time recovery)",
+                segment::file_name(s)
+            ));
+        }
+        for id in &rep.removed_segments {
+            if let Some(s) = segs.remove(id) {
+                std::fs::remove_file(&s.path)
+                    .map_err(|e| Error::io(format!("removing {}", s.path.display()), e))?;
+                info.log(format_args!(
+                    "recovery: removed {} (no valid record after the torn tail)",
+                    s.path.display()
+                ));
+            }
+        }
+        info.log(format_args!(
+            "recovery: replayed {} records ({} bytes) from LSN {start:016x} to {:016x} in {:.3} ms; open took {:.3} ms",
+            rep.records,
+            rep.bytes,
+            rep.end,
+            t_replay.elapsed().as_secs_f64() * 1e3,
+            t0.elapsed().as_secs_f64() * 1e3
+        ));
+        let log = Log::new(&dir, opts.segment_size, map_opts, segs, start)?;
+        // Whatever a killed process left in the page cache becomes durable
+        // now, so later sync writes never sit on a non-durable prefix.
+        log.sync_to(rep.end)?;
+        crate::t1_stats::log_events(&t1, info.clone());
+        let max_value = opts.max_value_size();
+        let inner = Arc::new(Inner {
+            dir,
+            t1,
+            log,
+            gate: RwLock::new(()),
+            info,
+            counters: Counters::default(),
+            ckpt: Mutex::new(CkptState {
+                id: ckpt_id,
+                lsn: start,
+            }),
+            since_ckpt_base: AtomicU64::new(rep.bytes),
+            appended_at_ckpt: AtomicU64::new(0),
+            defrag: Mutex::new(()),
+            stripes: crate::stripes::Stripes::new(),
+            max_value,
+            opts,
+            _lock: lock,
+        });
+        let bg = if inner.opts.background {
+            Some(Background::start(inner.clone())?)
+        } else {
+            None
+        };
+        Ok(Db { inner, bg })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    /// Largest accepted key (64 KiB - 1).
+    pub fn max_key_size(&self) -> usize {
+        MAX_KEY_SIZE
+    }
+
+    /// Largest accepted value (`Options::max_value_size`).
+    pub fn max_value_size(&self) -> usize {
+        self.inner.max_value
+    }
+
+    /// Reads `key` into `out` (cleared first); returns whether it exists.
+    /// Stored values are copied straight from the mapping, with no
+    /// allocation when `out` has capacity.
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.inner.get_into(key, out)
+    }
+
+    /// Reads `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut v = Vec::new();
+        Ok(self.get_into(key, &mut v)?.then_some(v))
+    }
+
+    /// Sets `key` to `value` (`sync = false`).
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_opt(&WriteOptions::default(), key, value)
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put_opt(&self, wo: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        self.inner.check_key(key)?;
+        self.inner.check_value(value)?;
+        let mut h = [0u8; 9];
+        h[0] = OP_PUT;
+        h[1..5].copy_from_slice(&(key.len() as u32).to_le_bytes());
+        h[5..9].copy_from_slice(&(value.len() as u32).to_le_bytes());
+        self.inner.commit(wo, &[&h, key, value], 1, Keys::One(key))
+    }
+
+    /// Removes `key` (`sync = false`); removing a missing key succeeds.
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.delete_opt(&WriteOptions::default(), key)
+    }
+
+    /// Removes `key`.
+    pub fn delete_opt(&self, wo: &WriteOptions, key: &[u8]) -> Result<()> {
+        self.inner.check_key(key)?;
+        let mut h = [0u8; 5];
+        h[0] = OP_DELETE;
+        h[1..5].copy_from_slice(&(key.len() as u32).to_le_bytes());
+        self.inner.commit(wo, &[&h, key], 1, Keys::One(key))
+    }
+
+    /// Removes every key in `[begin, end)`.
+    pub fn delete_range(&self, wo: &WriteOptions, begin: &[u8], end: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(begin, end);
+        self.write(wo, &b)
+    }
+
+    /// Applies `batch` atomically with respect to crashes: it is one log
+    /// record with one checksum. Concurrent readers may observe a batch
+    /// partly applied (see `docs/design.md`, "Consistency").
+    pub fn write(&self, wo: &WriteOptions, batch: &WriteBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if batch.max_key > MAX_KEY_SIZE {
+            return Err(key_too_large(batch.max_key));
+        }
+        if batch.max_value > self.inner.max_value {
+            return Err(value_too_large(batch.max_value, self.inner.max_value));
+        }
+        let keys = if batch.has_range {
+            Keys::All
+        } else {
+            Keys::Batch(batch)
+        };
+        self.inner.commit(wo, &[&batch.rep], batch.count, keys)
+    }
+
+    /// A cursor over live entries within `bounds`.
+    pub fn iter(&self, bounds: Bounds) -> Iter<'_> {
+        Iter::new(&self.inner, bounds)
+    }
+
+    /// Persists a T1 snapshot and a MANIFEST so that recovery replays only
+    /// the log written after it.
+    ///
+    /// Like every maintenance call, the work runs on a helper thread at
+    /// `Options::maintenance_nice`, so that it yields CPU to writers.
+    pub fn checkpoint(&self) -> Result<()> {
+        let inner = &*self.inner;
+        niced(inner.opts.maintenance_nice, || {
+            inner.checkpoint().map(|_| ())
+        })
+    }
+
+    /// One bounded defragment cycle: relocates live values out of mostly
+    /// garbage segments, checkpoints, and removes the emptied segments.
+    pub fn defragment(&self) -> Result<crate::maintenance::DefragReport> {
+        let inner = &*self.inner;
+        niced(inner.opts.maintenance_nice, || {
+            crate::maintenance::defragment(inner)
+        })
+    }
+
+    /// T1's forced merge of every shard (drops tombstones).
+    pub fn reorganize(&self) -> Result<()> {
+        let inner = &*self.inner;
+        niced(inner.opts.maintenance_nice, || inner.reorganize());
+        Ok(())
+    }
+
+    /// Makes every write so far durable (`msync` of the log).
+    pub fn flush(&self) -> Result<()> {
+        let t = self.inner.log.tail_lsn();
+        self.inner.log.sync_to(t)
+    }
+
+    /// Current statistics.
+    pub fn statistics(&self) -> Statistics {
+        self.inner.statistics()
+    }
+
+    /// Every segment, for the multiscan prefetcher (issue 6): callers get
+    /// the mapping and the file of each.
+    pub fn segments(&self) -> Vec<Arc<Segment>> {
+        self.inner.log.segments()
+    }
+
+    /// Many ranges in one call (RocksDB's MultiScan). With
+    /// `use_async_io`, every range is resolved against T1 and all of its
+    /// value reads are submitted through io_uring before the first key is
+    /// returned; see [`crate::multiscan`].
+    pub fn multi_scan(
+        &self,
+        args: &crate::multiscan::MultiScanArgs,
+    ) -> Result<crate::multiscan::MultiScanIter<'_>> {
+        crate::multiscan::multi_scan(&self.inner.t1, &self.inner.log, args)
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if let Some(bg) = self.bg.take() {
+            bg.stop();
+        }
+        let t = self.inner.log.tail_lsn();
+        if let Err(e) = self.inner.log.sync_to(t) {
+            self.inner
+                .info
+                .log(format_args!("close: final msync failed: {e}"));
+        }
+        self.inner
+            .info
+            .log(format_args!("close {}", self.inner.dir.display()));
+    }
+}
+
+fn key_too_large(n: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "key of {n} bytes exceeds the maximum key size of {MAX_KEY_SIZE} bytes"
+    ))
+}
+
+fn value_too_large(n: usize, max: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "value of {n} bytes exceeds the maximum value size of {max} bytes"
+    ))
+}
+
+/// Loads a checkpoint, checking every stored locator against the segments.
+fn load_checkpoint(
+    dir: &Path,
+    m: &Manifest,
+    t1: &T1,
+    segs: &BTreeMap<u32, Arc<Segment>>,
+) -> Result<u64> {
+    let snap = m.snapshot.clone();
+    checkpoint::load_snapshot(dir, m, t1, |key, e| {
+        if let Payload::Stored(l) = e.payload {
+            let seg = segs.get(&l.segment).filter(|s| {
+                (l.offset as usize)
+                    .checked_add(l.len as usize)
+                    .is_some_and(|end| end <= s.size())
+            });
+            match seg {
+                Some(s) => {
+                    s.live
+                        .fetch_add((key.len() + l.len as usize) as i64, Ordering::Relaxed);
+                }
+                None => {
+                    return Err(Error::Corruption(format!(
+                        "{}: an entry points at {} offset {} (+{}), which does not exist",
+                        dir.join(&snap).display(),
+                        segment::file_name(l.segment),
+                        l.offset,
+                        l.len
+                    )))
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+impl Inner {
+    fn check_key(&self, key: &[u8]) -> Result<()> {
+        if key.len() > MAX_KEY_SIZE {
+            return Err(key_too_large(key.len()));
+        }
+        Ok(())
+    }
+
+    fn check_value(&self, value: &[u8]) -> Result<()> {
+        if value.len() > self.max_value {
+            return Err(value_too_large(value.len(), self.max_value));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn adjust(&self, id: u32, d: i64) {
+        self.log
+            .with_segment(id, |s| s.live.fetch_add(d, Ordering::Relaxed));
+    }
+
+    /// Appends one batch record and applies it to T1.
+    fn commit(&self, wo: &WriteOptions, parts: &[&[u8]], count: u32, keys: Keys<'_>) -> Result<()> {
+        let end = {
+            let (_one, _many, _shared, _excl);
+            match keys {
+                Keys::One(k) => {
+                    _one = self.stripes.one(k);
+                    _shared = self.gate.read();
+                }
+                Keys::Batch(b) => {
+                    _many = self.stripes.many(b.iter().filter_map(|op| match op {
+                        Ok(crate::batch::BatchOp::Put { key, .. })
+                        | Ok(crate::batch::BatchOp::Delete { key }) => Some(key),
+                        _ => None,
+                    }));
+                    _shared = self.gate.read();
+                }
+                Keys::All => _excl = self.gate.write(),
+            }
+            let a = self.log.append(Kind::Batch, count, None, 0, parts)?;
+            let body: &[u8] = a
+                .seg
+                .bytes(a.body_off, parts.iter().map(|p| p.len()).sum())
+                .unwrap_or_default();
+            let seg = &a.seg;
+            let adjust = |id: u32, d: i64| {
+                if id == seg.id {
+                    seg.live.fetch_add(d, Ordering::Relaxed);
+                } else {
+                    self.adjust(id, d);
+                }
+            };
+            apply::apply_batch(
+                &self.t1,
+                self.opts.inline_values,
+                a.seg.id,
+                a.body_off,
+                a.lsn,
+                body,
+                &adjust,
+            )
+            .map_err(|at| Error::InvalidArgument(format!("malformed write batch at byte {at}")))?;
+            a.end_lsn
+        };
+        Counters::add(&self.counters.writes, 1);
+        if wo.sync {
+            self.log.sync_to(end)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        out.clear();
+        // A value relocated by defragment may have its old segment retired
+        // between the index lookup and the read; the retry then finds the
+        // new location. Two misses in a row cannot be a race.
+        for _ in 0..3 {
+            let Some(e) = self.t1.get(key) else {
+                return Ok(false);
+            };
+            match e.payload {
+                Payload::Inline { .. } => {
+                    out.extend_from_slice(e.payload.inline_bytes().unwrap_or_default());
+                    return Ok(true);
+                }
+                Payload::Tombstone => return Ok(false),
+                Payload::Stored(l) => {
+                    let (off, len) = (l.offset as usize, l.len as usize);
+                    let pread = len >= self.opts.pread_min_bytes;
+                    let res = self.log.with_segment(l.segment, |seg| {
+                        if pread {
+                            return seg.pread_into(off, len, out);
+                        }
+                        let b = seg.bytes(off, len).ok_or_else(|| {
+                            Error::Corruption(format!(
+                                "{} offset {off} (+{len}): value lies outside the file",
+                                seg.path.display()
+                            ))
+                        })?;
+                        out.extend_from_slice(b);
+                        Ok(())
+                    });
+                    match res {
+                        Some(r) => return r.map(|()| true),
+                        // Relocated and retired meanwhile: look up again.
+                        None => continue,
+                    }
+                }
+            }
+        }
+        Err(Error::Corruption(format!(
+            "the index points at a removed segment for a key of {} bytes",
+            key.len()
+        )))
+    }
+
+    pub(crate) fn log_bytes_since_checkpoint(&self) -> u64 {
+        let appended = self.log.appended.load(Ordering::Relaxed);
+        self.since_ckpt_base.load(Ordering::Relaxed)
+            + appended.saturating_sub(self.appended_at_ckpt.load(Ordering::Relaxed))
+    }
+
+    /// The checkpoint protocol (see `docs/design.md`). Returns its LSN.
+    pub(crate) fn checkpoint(&self) -> Result<u64> {
+        let mut st = self.ckpt.lock();
+        let t0 = Instant::now();
+        let (p, appended) = {
+            let _g = self.gate.write();
+            (
+                self.log.tail_lsn(),
+                self.log.appended.load(Ordering::Relaxed),
+            )
+        };
+        let pause = t0.elapsed().as_nanos() as u64;
+        self.counters
+            .checkpoint_max_pause_ns
+            .fetch_max(pause, Ordering::Relaxed);
+        // Every record below P is complete and published: make it durable.
+        self.log.sync_to(p)?;
+        let id = st.id + 1;
+        let name = checkpoint::snapshot_name(id);
+        let snap = checkpoint::write_snapshot(&self.dir, &name, p, &self.t1)?;
+        // Entries newer than P that the snapshot caught must be durable
+        // before the MANIFEST makes recovery skip to P.
+        let tail = self.log.tail_lsn();
+        self.log.sync_to_untracked(p, tail)?;
+        Manifest {
+            id,
+            lsn: p,
+            snapshot: name.clone(),
+            snapshot_bytes: snap.bytes,
+            snapshot_crc: snap.crc,
+        }
+        .store(&self.dir)?;
+        if st.id > 0 {
+            let old = self.dir.join(checkpoint::snapshot_name(st.id));
+            if let Err(e) = std::fs::remove_file(&old) {
+                self.info.log(format_args!(
+                    "checkpoint: could not remove {}: {e}",
+                    old.display()
+                ));
+            }
+        }
+        st.id = id;
+        st.lsn = p;
+        self.since_ckpt_base.store(0, Ordering::Relaxed);
+        self.appended_at_ckpt.store(appended, Ordering::Relaxed);
+        let ns = t0.elapsed().as_nanos() as u64;
+        Counters::add(&self.counters.checkpoints, 1);
+        Counters::set(&self.counters.checkpoint_last_ns, ns);
+        Counters::set(&self.counters.checkpoint_last_bytes, snap.bytes);
+        let (s, o) = split_lsn(p);
+        self.info.log(format_args!(
+            "checkpoint {id}: {name} {} entries {} bytes, LSN {:016x} ({} offset {o}), writer gate {:.3} ms, total {:.3} ms",
+            snap.entries,
+            snap.bytes,
+            lsn(s, o),
+            segment::file_name(s),
+            pause as f64 / 1e6,
+            ns as f64 / 1e6
+        ));
+        Ok(p)
+    }
+
+    pub(crate) fn reorganize(&self) {
+        let t0 = Instant::now();
+        self.t1.reorganize_all();
+        let ns = t0.elapsed().as_nanos() as u64;
+        Counters::add(&self.counters.reorganizes, 1);
+        Counters::set(&self.counters.reorganize_last_ns, ns);
+        Counters::add(&self.counters.reorganize_total_ns, ns);
+        self.info
+            .log(format_args!("reorganize: {:.3} ms", ns as f64 / 1e6));
+    }
+
+    pub(crate) fn statistics(&self) -> Statistics {
+        let c = &self.counters;
+        let us = |a: &AtomicU64| Counters::get(a) / 1000;
+        let segs = self.log.segments();
+        let t = crate::t1_stats::stats(&self.t1);
+        Statistics {
+            shards: t.shards as u64,
+            splits: t.splits,
+            split_last_pause_us: t.last_split_pause.as_micros() as u64,
+            split_max_pause_us: t.max_split_pause.as_micros() as u64,
+            t1_reorganizes: t.reorganizes,
+            t1_reorganize_max_us: t.max_reorganize.as_micros() as u64,
+            t1_max_writer_wait_us: t.max_writer_wait.as_micros() as u64,
+            checkpoints: Counters::get(&c.checkpoints),
+            checkpoint_last_us: us(&c.checkpoint_last_ns),
+            checkpoint_last_bytes: Counters::get(&c.checkpoint_last_bytes),
+            checkpoint_max_pause_us: us(&c.checkpoint_max_pause_ns),
+            reorganizes: Counters::get(&c.reorganizes),
+            reorganize_last_us: us(&c.reorganize_last_ns),
+            reorganize_total_us: us(&c.reorganize_total_ns),
+            defrag_cycles: Counters::get(&c.defrag_cycles),
+            defrag_moved_bytes: Counters::get(&c.defrag_moved_bytes),
+            defrag_reclaimed_bytes: Counters::get(&c.defrag_reclaimed_bytes),
+            defrag_retired_segments: Counters::get(&c.defrag_retired_segments),
+            t2_live_bytes: segs
+                .iter()
+                .map(|s| s.live.load(Ordering::Relaxed).max(0) as u64)
+                .sum(),
+            t2_total_bytes: segs.iter().map(|s| s.size() as u64).sum(),
+            t2_segments: segs.len() as u64,
+            t1_memory_bytes: t.memory_bytes as u64,
+            t1_entries: self.t1.len() as u64,
+            log_bytes_since_checkpoint: self.log_bytes_since_checkpoint(),
+            sync_rounds: self.log.sync_counters.rounds.load(Ordering::Relaxed),
+            sync_waiters: self.log.sync_counters.waiters.load(Ordering::Relaxed),
+            rollover_max_us: self.log.max_rollover_ns.load(Ordering::Relaxed) / 1000,
+        }
+    }
+}

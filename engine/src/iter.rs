@@ -1,0 +1,245 @@
+//! Cursor iterators over live entries, with bounds.
+
+use std::sync::Arc;
+
+use crate::db::Inner;
+use crate::error::{Error, Result};
+use crate::index::{Cursor, Payload};
+use crate::t2::segment::Segment;
+
+/// Iterator bounds: keys in `[lower, upper)`; `None` leaves a side open.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bounds {
+    /// Inclusive lower bound.
+    pub lower: Option<Vec<u8>>,
+    /// Exclusive upper bound.
+    pub upper: Option<Vec<u8>>,
+}
+
+impl Bounds {
+    /// No bounds.
+    pub fn all() -> Self {
+        Bounds::default()
+    }
+
+    /// `[lower, upper)`.
+    pub fn new(lower: Option<&[u8]>, upper: Option<&[u8]>) -> Self {
+        Bounds {
+            lower: lower.map(<[u8]>::to_vec),
+            upper: upper.map(<[u8]>::to_vec),
+        }
+    }
+
+    fn contains(&self, k: &[u8]) -> bool {
+        self.lower.as_deref().is_none_or(|l| k >= l) && self.upper.as_deref().is_none_or(|u| k < u)
+    }
+}
+
+enum Value {
+    None,
+    Inline {
+        len: u8,
+        bytes: [u8; 8],
+    },
+    Stored {
+        seg: Arc<Segment>,
+        off: usize,
+        len: usize,
+    },
+}
+
+/// A cursor with RocksDB's semantics: unpositioned until a seek, `next`
+/// and `prev` may change direction, bounds honoured in both directions.
+/// Values of stored entries are borrowed straight from the mapping
+/// (zero-copy); the iterator keeps the segment alive while on it.
+///
+/// It reads T1 live: it is not a snapshot. Each entry it lands on is the
+/// latest version at that moment.
+pub struct Iter<'a> {
+    inner: &'a Inner,
+    cur: Cursor<'a>,
+    bounds: Bounds,
+    valid: bool,
+    value: Value,
+    err: Option<Error>,
+}
+
+impl<'a> Iter<'a> {
+    pub(crate) fn new(inner: &'a Inner, bounds: Bounds) -> Self {
+        Iter {
+            inner,
+            cur: inner.t1.cursor(),
+            bounds,
+            valid: false,
+            value: Value::None,
+            err: None,
+        }
+    }
+
+    /// Whether the cursor is on an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// Moves to the first key within bounds.
+    pub fn seek_to_first(&mut self) {
+        match self.bounds.lower.clone() {
+            Some(l) => self.cur.seek(&l),
+            None => self.cur.seek_to_first(),
+        }
+        self.settle();
+    }
+
+    /// Moves to the last key within bounds.
+    pub fn seek_to_last(&mut self) {
+        match self.bounds.upper.clone() {
+            Some(u) => self.last_below(&u),
+            None => self.cur.seek_to_last(),
+        }
+        self.settle_back();
+    }
+
+    fn last_below(&mut self, upper: &[u8]) {
+        self.cur.seek_for_prev(upper);
+        if self.cur.valid() && self.cur.key() >= upper {
+            self.cur.prev();
+        }
+    }
+
+    /// Moves to the first key `>= key` (and within bounds).
+    pub fn seek(&mut self, key: &[u8]) {
+        match self.bounds.lower.clone() {
+            Some(l) if key < l.as_slice() => self.cur.seek(&l),
+            _ => self.cur.seek(key),
+        }
+        self.settle();
+    }
+
+    /// Moves to the last key `<= key` (and within bounds).
+    pub fn seek_for_prev(&mut self, key: &[u8]) {
+        match self.bounds.upper.clone() {
+            Some(u) if key >= u.as_slice() => self.last_below(&u),
+            _ => self.cur.seek_for_prev(key),
+        }
+        self.settle_back();
+    }
+
+    /// Moves to the next key. No effect when invalid.
+    pub fn next(&mut self) {
+        if self.valid {
+            self.cur.next();
+            self.settle();
+        }
+    }
+
+    /// Moves to the previous key. No effect when invalid.
+    pub fn prev(&mut self) {
+        if self.valid {
+            self.cur.prev();
+            self.settle_back();
+        }
+    }
+
+    /// The current key, or `&[]` when invalid.
+    pub fn key(&self) -> &[u8] {
+        if self.valid {
+            self.cur.key()
+        } else {
+            &[]
+        }
+    }
+
+    /// The current value, or `&[]` when invalid.
+    pub fn value(&self) -> &[u8] {
+        if !self.valid {
+            return &[];
+        }
+        match &self.value {
+            Value::None => &[],
+            Value::Inline { len, bytes } => bytes.get(..*len as usize).unwrap_or_default(),
+            Value::Stored { seg, off, len } => seg.bytes(*off, *len).unwrap_or_default(),
+        }
+    }
+
+    /// The first error met, if any.
+    pub fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn settle(&mut self) {
+        self.settle_dir(true);
+    }
+
+    fn settle_back(&mut self) {
+        self.settle_dir(false);
+    }
+
+    /// Validates the cursor position and loads its value; an entry that
+    /// vanished under a concurrent delete is skipped in direction `forward`.
+    fn settle_dir(&mut self, forward: bool) {
+        self.valid = false;
+        self.value = Value::None;
+        while self.err.is_none() && self.cur.valid() && self.bounds.contains(self.cur.key()) {
+            match self.load() {
+                Some(true) => {
+                    self.valid = true;
+                    return;
+                }
+                Some(false) => {
+                    if forward {
+                        self.cur.next();
+                    } else {
+                        self.cur.prev();
+                    }
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// Loads the current entry's value: `Some(true)` loaded, `Some(false)`
+    /// the entry is gone, `None` an error was recorded.
+    fn load(&mut self) -> Option<bool> {
+        let mut payload = self.cur.entry().payload;
+        for _ in 0..3 {
+            match payload {
+                Payload::Inline { len, bytes } => {
+                    self.value = Value::Inline { len, bytes };
+                    return Some(true);
+                }
+                Payload::Tombstone => return Some(false),
+                Payload::Stored(l) => {
+                    if let Some(seg) = self.inner.log.segment(l.segment) {
+                        if seg.bytes(l.offset as usize, l.len as usize).is_none() {
+                            self.err = Some(Error::Corruption(format!(
+                                "{} offset {} (+{}): value lies outside the file",
+                                seg.path.display(),
+                                l.offset,
+                                l.len
+                            )));
+                            return None;
+                        }
+                        self.value = Value::Stored {
+                            seg,
+                            off: l.offset as usize,
+                            len: l.len as usize,
+                        };
+                        return Some(true);
+                    }
+                    // Relocated and retired meanwhile: look the key up again.
+                    match self.inner.t1.get(self.cur.key()) {
+                        Some(e) => payload = e.payload,
+                        None => return Some(false),
+                    }
+                }
+            }
+        }
+        self.err = Some(Error::Corruption(
+            "the index points at a removed segment".into(),
+        ));
+        None
+    }
+}

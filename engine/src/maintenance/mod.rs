@@ -1,0 +1,427 @@
+//! Online maintenance: defragment cycles, segment retirement, and the
+//! background thread that triggers checkpoints and defragment.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+pub(crate) mod prio;
+
+use crate::apply::relocation_old;
+use crate::batch::{BatchIter, BatchOp};
+use crate::db::Inner;
+use crate::error::{Error, Result};
+use crate::index::{Locator, Payload};
+use crate::stats::Counters;
+use crate::t2::record::{split_lsn, Kind, HEADER_LEN};
+use crate::t2::scan;
+use crate::t2::segment::{self, Segment};
+
+/// What one defragment cycle did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DefragReport {
+    /// Segments whose live values were relocated.
+    pub compacted_segments: Vec<u32>,
+    /// Values relocated.
+    pub moved_values: u64,
+    /// Key and value bytes relocated.
+    pub moved_bytes: u64,
+    /// Segment files removed.
+    pub retired_segments: Vec<u32>,
+    /// Bytes of the removed files.
+    pub reclaimed_bytes: u64,
+}
+
+fn live(s: &Segment) -> u64 {
+    s.live.load(Ordering::Relaxed).max(0) as u64
+}
+
+fn garbage_ratio(s: &Segment) -> f64 {
+    1.0 - live(s) as f64 / s.size().max(1) as f64
+}
+
+/// Sealed segments worth compacting, most garbage first.
+fn candidates(inner: &Inner) -> Vec<Arc<Segment>> {
+    let active = inner.log.active_id();
+    let mut c: Vec<Arc<Segment>> = inner
+        .log
+        .segments()
+        .into_iter()
+        .filter(|s| s.id < active && garbage_ratio(s) >= inner.opts.defrag_garbage_ratio)
+        .collect();
+    c.sort_by_key(|s| live(s));
+    c
+}
+
+/// Moves one value if T1 still points at `(seg, off)` for `key`.
+fn maybe_move(inner: &Inner, key: &[u8], value: &[u8], seg: u32, off: usize) -> Result<u64> {
+    let Some(e) = inner.t1.get(key) else {
+        return Ok(0);
+    };
+    move_entry(inner, key, value, seg, off, e)
+}
+
+/// Moves one value whose T1 entry was `e` when looked up; T1 is updated
+/// only if it still is.
+fn move_entry(
+    inner: &Inner,
+    key: &[u8],
+    value: &[u8],
+    seg: u32,
+    off: usize,
+    e: crate::index::Entry,
+) -> Result<u64> {
+    let Payload::Stored(old) = e.payload else {
+        return Ok(0);
+    };
+    if old.segment != seg || old.offset as usize != off || old.len as usize != value.len() {
+        return Ok(0);
+    }
+    let _g = inner.gate.read();
+    let extra = (u64::from(seg) << 32) | off as u64;
+    let a = inner.log.append(
+        Kind::Relocation,
+        key.len() as u32,
+        Some(e.seq),
+        extra,
+        &[key, value],
+    )?;
+    let new = Locator {
+        segment: a.seg.id,
+        offset: (a.body_off + key.len()) as u32,
+        len: old.len,
+    };
+    let bytes = (key.len() + value.len()) as u64;
+    if inner.t1.relocate(key, e.seq, old, new) {
+        inner.adjust(seg, -(bytes as i64));
+        a.seg.live.fetch_add(bytes as i64, Ordering::Relaxed);
+        Ok(bytes)
+    } else {
+        Ok(0)
+    }
+}
+
+/// Relocates every live value of `seg`; stops early once nothing is live.
+fn compact(inner: &Inner, seg: &Segment, rep: &mut DefragReport) -> Result<()> {
+    for f in scan::records(seg, 0) {
+        if live(seg) == 0 {
+            break;
+        }
+        let body = scan::body(seg, &f);
+        let body_off = f.off + HEADER_LEN;
+        match f.header.kind {
+            Kind::Batch => {
+                for op in BatchIter::over(body) {
+                    let op = op.map_err(|at| {
+                        Error::Corruption(format!(
+                            "{} offset {}: malformed batch at body offset {at}",
+                            seg.path.display(),
+                            f.off
+                        ))
+                    })?;
+                    if let BatchOp::Put {
+                        key,
+                        value,
+                        value_offset,
+                    } = op
+                    {
+                        let n = maybe_move(inner, key, value, seg.id, body_off + value_offset)?;
+                        rep.moved_values += u64::from(n > 0);
+                        rep.moved_bytes += n;
+                    }
+                }
+            }
+            Kind::Relocation => {
+                let kl = f.header.count_or_key_len as usize;
+                let old = relocation_old(&f.header);
+                let (key, value) = body.split_at(kl.min(body.len()));
+                debug_assert_eq!(old.len as usize, value.len());
+                let n = maybe_move(inner, key, value, seg.id, body_off + kl)?;
+                rep.moved_values += u64::from(n > 0);
+                rep.moved_bytes += n;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes sealed segments that held no live value before a checkpoint
+/// that starts now, once that checkpoint has made them unnecessary for
+/// recovery. The order matters: drain in-flight writers, observe "no live
+/// value", then checkpoint, so the snapshot cannot point into them.
+pub(crate) fn checkpoint_and_retire(inner: &Inner, rep: &mut DefragReport) -> Result<()> {
+    // Barrier: a writer that reserved space in a segment before it was
+    // sealed may not have added its live bytes yet; it holds the gate until
+    // it has. After this, sealed segments' live counts only go down.
+    drop(inner.gate.write());
+    let active = inner.log.active_id();
+    let empty: Vec<Arc<Segment>> = inner
+        .log
+        .segments()
+        .into_iter()
+        .filter(|s| s.id < active && live(s) == 0)
+        .collect();
+    let p = inner.checkpoint()?;
+    let (pseg, _) = split_lsn(p);
+    let ids: Vec<u32> = empty.iter().map(|s| s.id).filter(|&id| id < pseg).collect();
+    for s in inner.log.retire(&ids)? {
+        rep.retired_segments.push(s.id);
+        rep.reclaimed_bytes += s.size() as u64;
+    }
+    Ok(())
+}
+
+/// Relocates the live values of every segment in `ids` found by one walk of
+/// T1, stopping once `budget` bytes moved. Cheaper than walking the
+/// segments' records when they hold many more records than T1 has entries,
+/// since each record would cost a T1 lookup.
+fn compact_by_index_walk(
+    inner: &Inner,
+    ids: &HashSet<u32>,
+    budget: u64,
+    rep: &mut DefragReport,
+) -> Result<()> {
+    let mut cur = inner.t1.cursor();
+    cur.seek_to_first();
+    let mut seg: Option<Arc<Segment>> = None;
+    while cur.valid() {
+        if rep.moved_bytes >= budget {
+            break;
+        }
+        let e = cur.entry();
+        if let Payload::Stored(l) = e.payload {
+            if ids.contains(&l.segment) {
+                if seg.as_ref().map(|s| s.id) != Some(l.segment) {
+                    seg = inner.log.segment(l.segment);
+                }
+                if let Some(s) = &seg {
+                    if let Some(value) = s.bytes(l.offset as usize, l.len as usize) {
+                        let n =
+                            move_entry(inner, cur.key(), value, l.segment, l.offset as usize, e)?;
+                        rep.moved_values += u64::from(n > 0);
+                        rep.moved_bytes += n;
+                    }
+                }
+            }
+        }
+        cur.next();
+    }
+    Ok(())
+}
+
+/// One defragment cycle (bounded by `defrag_max_bytes_per_cycle`).
+pub(crate) fn defragment(inner: &Inner) -> Result<DefragReport> {
+    let _g = inner.defrag.lock();
+    let t0 = Instant::now();
+    let mut rep = DefragReport::default();
+    let budget = inner.opts.defrag_max_bytes_per_cycle;
+    let mut chosen = Vec::new();
+    let mut planned = 0u64;
+    for s in candidates(inner) {
+        if live(&s) == 0 {
+            continue;
+        }
+        if !chosen.is_empty() && planned + live(&s) > budget {
+            break;
+        }
+        planned += live(&s);
+        chosen.push(s);
+    }
+    // Walking a segment costs a T1 lookup per record; walking T1 costs one
+    // step per entry. Pick the cheaper, estimating records from the average
+    // live entry size.
+    let entries = inner.t1.len().max(1) as u64;
+    let avg = (inner.log.live_bytes() / entries).max(64);
+    let records: u64 = chosen.iter().map(|s| s.size() as u64 / avg).sum();
+    let walk_index = inner
+        .opts
+        .defrag_index_walk
+        .unwrap_or(records > entries / 4);
+    if walk_index && !chosen.is_empty() {
+        let ids: HashSet<u32> = chosen.iter().map(|s| s.id).collect();
+        compact_by_index_walk(inner, &ids, budget, &mut rep)?;
+    } else {
+        for s in &chosen {
+            compact(inner, s, &mut rep)?;
+        }
+    }
+    rep.compacted_segments = chosen.iter().map(|s| s.id).collect();
+    checkpoint_and_retire(inner, &mut rep)?;
+    let c = &inner.counters;
+    Counters::add(&c.defrag_cycles, 1);
+    Counters::add(&c.defrag_moved_bytes, rep.moved_bytes);
+    Counters::add(&c.defrag_reclaimed_bytes, rep.reclaimed_bytes);
+    Counters::add(
+        &c.defrag_retired_segments,
+        rep.retired_segments.len() as u64,
+    );
+    let names: Vec<String> = rep
+        .retired_segments
+        .iter()
+        .map(|&i| segment::file_name(i))
+        .collect();
+    inner.info.log(format_args!(
+        "defragment: compacted {} segments ({}), moved {} values ({} bytes), removed {} segments ({} bytes) in {:.3} ms: [{}]",
+        rep.compacted_segments.len(),
+        if walk_index { "index walk" } else { "segment walk" },
+        rep.moved_values,
+        rep.moved_bytes,
+        rep.retired_segments.len(),
+        rep.reclaimed_bytes,
+        t0.elapsed().as_secs_f64() * 1e3,
+        names.join(" ")
+    ));
+    Ok(rep)
+}
+
+/// Whether space overhead calls for a defragment cycle: garbage in sealed
+/// segments that still hold live values (segments with none are freed by
+/// the next checkpoint anyway) and T2 larger than twice the live bytes.
+fn defrag_wanted(inner: &Inner) -> bool {
+    let total = inner.log.total_bytes();
+    let live_all = inner.log.live_bytes();
+    if total <= 2 * inner.log.segment_size() as u64 || total < live_all.saturating_mul(3) / 2 {
+        return false;
+    }
+    candidates(inner).iter().any(|s| live(s) > 0)
+}
+
+/// The maintenance thread: checkpoint by log bytes, defragment by space.
+pub(crate) struct Background {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    handle: JoinHandle<()>,
+    spare: JoinHandle<()>,
+    inner: Arc<Inner>,
+}
+
+impl Background {
+    pub(crate) fn start(inner: Arc<Inner>) -> Result<Background> {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let stop2 = stop.clone();
+        let inner2 = inner.clone();
+        let handle = std::thread::Builder::new()
+            .name("vmemkv-maint".into())
+            .spawn(move || run(&inner2, &stop2))
+            .map_err(|e| Error::io("spawning the maintenance thread", e))?;
+        let inner3 = inner.clone();
+        let stop3 = stop.clone();
+        let spare = std::thread::Builder::new()
+            .name("vmemkv-segalloc".into())
+            .spawn(move || preallocate(&inner3, &stop3))
+            .map_err(|e| Error::io("spawning the segment allocator thread", e))?;
+        Ok(Background {
+            stop,
+            handle,
+            spare,
+            inner,
+        })
+    }
+
+    /// Signals the thread and waits for it (an in-progress cycle finishes).
+    pub(crate) fn stop(self) {
+        *self.stop.0.lock() = true;
+        self.stop.1.notify_all();
+        self.inner.log.wake_spare_waiter();
+        let _ = self.handle.join();
+        let _ = self.spare.join();
+        if let Err(e) = self.inner.log.drop_spare() {
+            self.inner.info.log(format_args!("close: {e}"));
+        }
+    }
+}
+
+/// Keeps one empty segment ready so rollovers never wait for a file
+/// create and fsync, and starts writeback of each segment once sealed.
+fn preallocate(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
+    let mut sealed_upto = inner.log.active_id();
+    loop {
+        if *stop.0.lock() {
+            return;
+        }
+        // Segments sealed since the last round: start their writeback now
+        // rather than leaving it all to the next checkpoint's msync.
+        let active = inner.log.active_id();
+        for id in sealed_upto..active {
+            if let Some(s) = inner.log.segment(id) {
+                s.start_writeback();
+            }
+        }
+        sealed_upto = active;
+        if let Err(e) = inner.log.prepare_spare() {
+            inner
+                .info
+                .log(format_args!("preallocating a segment failed: {e}"));
+            let mut s = stop.0.lock();
+            if !*s {
+                stop.1.wait_for(&mut s, Duration::from_secs(1));
+            }
+            continue;
+        }
+        inner.log.wait_spare_needed(Duration::from_millis(200));
+    }
+}
+
+/// The nice value for the next background task: the configured one, or 0
+/// once T2 has grown past 2x the live bytes (the space target), so that
+/// defragment catches up even when writers keep every core busy (a niced
+/// thread would starve).
+fn urgency_nice(inner: &Inner) -> i32 {
+    let live = inner.log.live_bytes();
+    let total = inner.log.total_bytes();
+    if live > 0 && total > live.saturating_mul(2) {
+        0
+    } else {
+        inner.opts.maintenance_nice
+    }
+}
+
+fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
+    let every = Duration::from_millis(inner.opts.maintenance_interval_ms);
+    loop {
+        {
+            let mut s = stop.0.lock();
+            if *s {
+                return;
+            }
+            stop.1.wait_for(&mut s, every);
+            if *s {
+                return;
+            }
+        }
+        let interval = inner.opts.checkpoint_interval_bytes;
+        if defrag_wanted(inner) {
+            if let Err(e) = prio::niced(urgency_nice(inner), || defragment(inner)) {
+                inner
+                    .info
+                    .log(format_args!("background defragment failed: {e}"));
+            }
+        } else if interval > 0 && inner.log_bytes_since_checkpoint() >= interval {
+            let mut rep = DefragReport::default();
+            let res = prio::niced(inner.opts.maintenance_nice, || {
+                checkpoint_and_retire(inner, &mut rep)
+            });
+            match res {
+                Ok(()) if !rep.retired_segments.is_empty() => {
+                    Counters::add(&inner.counters.defrag_reclaimed_bytes, rep.reclaimed_bytes);
+                    Counters::add(
+                        &inner.counters.defrag_retired_segments,
+                        rep.retired_segments.len() as u64,
+                    );
+                    inner.info.log(format_args!(
+                        "checkpoint: removed {} segments without live values ({} bytes)",
+                        rep.retired_segments.len(),
+                        rep.reclaimed_bytes
+                    ));
+                }
+                Ok(()) => {}
+                Err(e) => inner
+                    .info
+                    .log(format_args!("background checkpoint failed: {e}")),
+            }
+        }
+    }
+}

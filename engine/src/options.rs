@@ -1,0 +1,181 @@
+//! Open options, with a builder.
+
+use crate::error::{Error, Result};
+
+/// Largest accepted key: 64 KiB - 1 bytes.
+pub const MAX_KEY_SIZE: usize = 65_535;
+/// Upper bound of the largest accepted value (the effective limit is also
+/// at most a quarter of the segment size; see [`Options::max_value_size`]).
+pub const MAX_VALUE_SIZE: usize = 16 << 20;
+/// Smallest accepted segment size.
+pub const MIN_SEGMENT_SIZE: usize = 1 << 20;
+/// Largest accepted segment size (offsets are 32-bit).
+pub const MAX_SEGMENT_SIZE: usize = 1 << 30;
+
+/// Options for [`crate::Db::open`]. Build with the chained setters:
+///
+/// ```
+/// let opts = vmemkv::Options::default()
+///     .segment_size(8 << 20)
+///     .bloom(false)
+///     .background(false);
+/// assert_eq!(opts.segment_size, 8 << 20);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none (default true).
+    pub create_if_missing: bool,
+    /// Fail if a database already exists (default false).
+    pub error_if_exists: bool,
+    /// Size of each T2 segment file (default 64 MiB; 1 MiB..1 GiB, a
+    /// multiple of 4 KiB). Files are preallocated with `fallocate`.
+    pub segment_size: usize,
+    /// Take a checkpoint automatically after this many log bytes since the
+    /// last one (default 256 MiB; 0 disables the automatic trigger).
+    pub checkpoint_interval_bytes: u64,
+    /// Keep Bloom filters in T1's sorted regions (ablation switch).
+    pub bloom: bool,
+    /// Keep values of at most 8 bytes inside T1 entries (ablation switch);
+    /// when off they are read from T2 like any other value.
+    pub inline_values: bool,
+    /// Pre-fault segment mappings (`MAP_POPULATE`) when they are mapped
+    /// (ablation switch).
+    pub prefault: bool,
+    /// `MADV_RANDOM` on segment mappings (default true): a page fault reads
+    /// only the faulting page, not a readahead window. Without it, random
+    /// gets on data larger than memory thrash: measured under a 256 MiB
+    /// cgroup with a 500 MB corpus of 1 KB values, 279 gets/s with default
+    /// readahead against 11,500 with `MADV_RANDOM` (`benches/engine_cold.rs`).
+    pub random_access: bool,
+    /// `get` copies values of at least this many bytes with `pread`
+    /// instead of through the mapping (default 16 KiB; `usize::MAX` =
+    /// never). One syscall and one I/O per value instead of a page fault
+    /// per 4 KiB: 64 KiB values under the same cgroup went from 800 gets/s
+    /// (mapping, `MADV_RANDOM`) to 4,500 (`pread`).
+    pub pread_min_bytes: usize,
+    /// Run the maintenance thread (checkpoint, defragment) and T1's own
+    /// background work (default true).
+    pub background: bool,
+    /// A sealed segment is a defragment candidate once this fraction of
+    /// its bytes is garbage (default 0.5).
+    pub defrag_garbage_ratio: f64,
+    /// Upper bound of live bytes relocated per defragment cycle
+    /// (default 256 MiB).
+    pub defrag_max_bytes_per_cycle: u64,
+    /// How defragment finds live values: `Some(true)` walks T1 once,
+    /// `Some(false)` walks each candidate segment's records (a T1 lookup per
+    /// record), `None` (default) picks the cheaper by estimate.
+    pub defrag_index_walk: Option<bool>,
+    /// T1 shard split threshold in entries (0 = T1's default).
+    pub split_threshold: usize,
+    /// How often the maintenance thread looks for work, in milliseconds.
+    pub maintenance_interval_ms: u64,
+    /// Nice value (0..=19) of maintenance work, background or explicit,
+    /// so that it yields CPU to foreground writers (default 10; 0 runs
+    /// explicit calls on the caller's thread).
+    pub maintenance_nice: i32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            segment_size: 64 << 20,
+            checkpoint_interval_bytes: 256 << 20,
+            bloom: true,
+            inline_values: true,
+            prefault: false,
+            random_access: true,
+            pread_min_bytes: 16 << 10,
+            background: true,
+            defrag_garbage_ratio: 0.5,
+            defrag_max_bytes_per_cycle: 256 << 20,
+            defrag_index_walk: None,
+            split_threshold: 0,
+            maintenance_interval_ms: 100,
+            maintenance_nice: 10,
+        }
+    }
+}
+
+macro_rules! setter {
+    ($(#[$m:meta])* $name:ident: $t:ty) => {
+        $(#[$m])*
+        pub fn $name(mut self, v: $t) -> Self {
+            self.$name = v;
+            self
+        }
+    };
+}
+
+impl Options {
+    setter!(/// Sets `create_if_missing`.
+        create_if_missing: bool);
+    setter!(/// Sets `error_if_exists`.
+        error_if_exists: bool);
+    setter!(/// Sets `segment_size`.
+        segment_size: usize);
+    setter!(/// Sets `checkpoint_interval_bytes`.
+        checkpoint_interval_bytes: u64);
+    setter!(/// Sets `bloom`.
+        bloom: bool);
+    setter!(/// Sets `inline_values`.
+        inline_values: bool);
+    setter!(/// Sets `prefault`.
+        prefault: bool);
+    setter!(/// Sets `random_access`.
+        random_access: bool);
+    setter!(/// Sets `pread_min_bytes`.
+        pread_min_bytes: usize);
+    setter!(/// Sets `background`.
+        background: bool);
+    setter!(/// Sets `defrag_garbage_ratio`.
+        defrag_garbage_ratio: f64);
+    setter!(/// Sets `defrag_max_bytes_per_cycle`.
+        defrag_max_bytes_per_cycle: u64);
+    setter!(/// Sets `defrag_index_walk`.
+        defrag_index_walk: Option<bool>);
+    setter!(/// Sets `split_threshold`.
+        split_threshold: usize);
+    setter!(/// Sets `maintenance_interval_ms`.
+        maintenance_interval_ms: u64);
+    setter!(/// Sets `maintenance_nice`.
+        maintenance_nice: i32);
+
+    /// The largest value accepted with these options:
+    /// `min(16 MiB, segment_size / 4)`.
+    pub fn max_value_size(&self) -> usize {
+        MAX_VALUE_SIZE.min(self.segment_size / 4)
+    }
+
+    /// Checks the options, naming the one at fault.
+    pub fn validate(&self) -> Result<()> {
+        if !(MIN_SEGMENT_SIZE..=MAX_SEGMENT_SIZE).contains(&self.segment_size)
+            || !self.segment_size.is_multiple_of(4096)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "option segment_size = {}: must be a multiple of 4096 between {MIN_SEGMENT_SIZE} and {MAX_SEGMENT_SIZE}",
+                self.segment_size
+            )));
+        }
+        if !(self.defrag_garbage_ratio > 0.0 && self.defrag_garbage_ratio <= 1.0) {
+            return Err(Error::InvalidArgument(format!(
+                "option defrag_garbage_ratio = {}: must be in (0, 1]",
+                self.defrag_garbage_ratio
+            )));
+        }
+        if !(0..=19).contains(&self.maintenance_nice) {
+            return Err(Error::InvalidArgument(format!(
+                "option maintenance_nice = {}: must be in 0..=19",
+                self.maintenance_nice
+            )));
+        }
+        if self.maintenance_interval_ms == 0 {
+            return Err(Error::InvalidArgument(
+                "option maintenance_interval_ms must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}

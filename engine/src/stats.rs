@@ -1,0 +1,136 @@
+//! Counters and the `statistics()` snapshot.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Internal counters, updated with relaxed atomics.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub checkpoints: AtomicU64,
+    pub checkpoint_last_ns: AtomicU64,
+    pub checkpoint_last_bytes: AtomicU64,
+    pub checkpoint_max_pause_ns: AtomicU64,
+    pub reorganizes: AtomicU64,
+    pub reorganize_last_ns: AtomicU64,
+    pub reorganize_total_ns: AtomicU64,
+    pub defrag_cycles: AtomicU64,
+    pub defrag_moved_bytes: AtomicU64,
+    pub defrag_reclaimed_bytes: AtomicU64,
+    pub defrag_retired_segments: AtomicU64,
+    pub writes: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(c: &AtomicU64, v: u64) {
+        c.fetch_add(v, Ordering::Relaxed);
+    }
+    pub fn set(c: &AtomicU64, v: u64) {
+        c.store(v, Ordering::Relaxed);
+    }
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+}
+
+/// A point-in-time copy of the engine's statistics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Statistics {
+    /// T1 shards.
+    pub shards: u64,
+    /// T1 shard splits since open.
+    pub splits: u64,
+    /// Writer pause of the last split, in microseconds.
+    pub split_last_pause_us: u64,
+    /// Longest writer pause of any split, in microseconds.
+    pub split_max_pause_us: u64,
+    /// Checkpoints since open.
+    pub checkpoints: u64,
+    /// Duration of the last checkpoint, in microseconds.
+    pub checkpoint_last_us: u64,
+    /// Size of the last snapshot file, in bytes.
+    pub checkpoint_last_bytes: u64,
+    /// Longest writer gate held by a checkpoint, in microseconds.
+    pub checkpoint_max_pause_us: u64,
+    /// Shard reorganizations T1 ran (background and forced).
+    pub t1_reorganizes: u64,
+    /// Longest T1 reorganization, in microseconds.
+    pub t1_reorganize_max_us: u64,
+    /// Longest time a T1 writer waited on maintenance, in microseconds.
+    pub t1_max_writer_wait_us: u64,
+    /// Forced reorganizations (`reorganize()` calls) since open.
+    pub reorganizes: u64,
+    /// Duration of the last reorganization, in microseconds.
+    pub reorganize_last_us: u64,
+    /// Total time spent in reorganization, in microseconds.
+    pub reorganize_total_us: u64,
+    /// Defragment cycles since open.
+    pub defrag_cycles: u64,
+    /// Live bytes relocated by defragment.
+    pub defrag_moved_bytes: u64,
+    /// Bytes of segment files removed by defragment.
+    pub defrag_reclaimed_bytes: u64,
+    /// Segment files removed.
+    pub defrag_retired_segments: u64,
+    /// Bytes of keys and values T1 still points at in T2.
+    pub t2_live_bytes: u64,
+    /// Bytes of all segment files.
+    pub t2_total_bytes: u64,
+    /// Segment files.
+    pub t2_segments: u64,
+    /// Memory used by T1, in bytes (as T1 reports it).
+    pub t1_memory_bytes: u64,
+    /// Entries in T1.
+    pub t1_entries: u64,
+    /// Log bytes written since the last checkpoint (what recovery replays).
+    pub log_bytes_since_checkpoint: u64,
+    /// Group commit rounds (`msync` calls on behalf of sync writers).
+    pub sync_rounds: u64,
+    /// Writers that asked for a sync.
+    pub sync_waiters: u64,
+    /// Longest segment rollover, in microseconds.
+    pub rollover_max_us: u64,
+}
+
+impl fmt::Display for Statistics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "t1: shards={} entries={} memory_bytes={} splits={} split_last_pause_us={} split_max_pause_us={}",
+            self.shards, self.t1_entries, self.t1_memory_bytes, self.splits,
+            self.split_last_pause_us, self.split_max_pause_us
+        )?;
+        writeln!(
+            f,
+            "t2: segments={} total_bytes={} live_bytes={} log_bytes_since_checkpoint={} rollover_max_us={}",
+            self.t2_segments, self.t2_total_bytes, self.t2_live_bytes,
+            self.log_bytes_since_checkpoint, self.rollover_max_us
+        )?;
+        writeln!(
+            f,
+            "sync: rounds={} waiters={}",
+            self.sync_rounds, self.sync_waiters
+        )?;
+        writeln!(
+            f,
+            "checkpoint: count={} last_us={} last_bytes={} max_pause_us={}",
+            self.checkpoints,
+            self.checkpoint_last_us,
+            self.checkpoint_last_bytes,
+            self.checkpoint_max_pause_us
+        )?;
+        writeln!(
+            f,
+            "reorganize: forced={} last_us={} total_us={} t1_reorganizes={} t1_max_us={} t1_max_writer_wait_us={}",
+            self.reorganizes, self.reorganize_last_us, self.reorganize_total_us,
+            self.t1_reorganizes, self.t1_reorganize_max_us, self.t1_max_writer_wait_us
+        )?;
+        writeln!(
+            f,
+            "defragment: cycles={} moved_bytes={} reclaimed_bytes={} retired_segments={}",
+            self.defrag_cycles,
+            self.defrag_moved_bytes,
+            self.defrag_reclaimed_bytes,
+            self.defrag_retired_segments
+        )
+    }
+}

@@ -1,0 +1,57 @@
+//! Per-key write ordering. T1 drops tombstones when it reorganizes, so two
+//! writes to one key must reach T1 in seq (log) order; otherwise an older
+//! put published after a newer delete (and a reorganize in between) would
+//! come back. A writer holds its keys' stripes from LSN reservation until
+//! T1 is updated. Stripes are locked in index order, so batches cannot
+//! deadlock.
+
+use parking_lot::{Mutex, MutexGuard};
+
+const STRIPES: usize = 4096;
+
+/// A fixed array of stripe locks.
+pub(crate) struct Stripes {
+    locks: Box<[Mutex<()>]>,
+}
+
+fn stripe_of(key: &[u8]) -> usize {
+    // FNV-1a: cheap and good enough to spread keys over stripes.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h ^ (h >> 32)) as usize % STRIPES
+}
+
+impl Stripes {
+    pub(crate) fn new() -> Self {
+        Stripes {
+            locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+        }
+    }
+
+    /// Locks the stripe of one key.
+    pub(crate) fn one(&self, key: &[u8]) -> MutexGuard<'_, ()> {
+        self.locks[stripe_of(key)].lock()
+    }
+
+    /// Locks the stripes of many keys, in stripe order.
+    pub(crate) fn many<'a>(&self, keys: impl Iterator<Item = &'a [u8]>) -> Vec<MutexGuard<'_, ()>> {
+        let mut bits = [0u64; STRIPES / 64];
+        for k in keys {
+            let s = stripe_of(k);
+            bits[s / 64] |= 1 << (s % 64);
+        }
+        let mut guards = Vec::new();
+        for (w, &word) in bits.iter().enumerate() {
+            let mut m = word;
+            while m != 0 {
+                let b = m.trailing_zeros() as usize;
+                guards.push(self.locks[w * 64 + b].lock());
+                m &= m - 1;
+            }
+        }
+        guards
+    }
+}

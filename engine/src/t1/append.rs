@@ -1,0 +1,399 @@
+//! The append region: a concurrent skip list of keys to seqlocked entry slots, plus the
+//! writer registration (in-flight key-hash slots) that lets maintenance freeze it.
+
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_skiplist::SkipMap;
+
+use super::entry::Rec;
+
+/// One entry, updated in place under a seqlock so a replaced key never disappears from
+/// the skip list (crossbeam's replacing insert unlinks the old node first).
+pub(crate) struct Slot {
+    ver: AtomicU64,
+    seq: AtomicU64,
+    a: AtomicU64,
+    b: AtomicU64,
+}
+
+#[inline]
+pub(crate) fn backoff(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+impl Slot {
+    pub fn new(r: Rec) -> Slot {
+        Slot {
+            ver: AtomicU64::new(0),
+            seq: AtomicU64::new(r.seq),
+            a: AtomicU64::new(r.a),
+            b: AtomicU64::new(r.b),
+        }
+    }
+
+    /// A consistent snapshot; retries while a writer holds the slot (lock-free for readers
+    /// in the sense that they never block a writer).
+    #[inline]
+    pub fn read(&self) -> Rec {
+        let mut spins = 0;
+        loop {
+            let v1 = self.ver.load(Ordering::Acquire);
+            if v1 & 1 == 0 {
+                let r = Rec {
+                    seq: self.seq.load(Ordering::Relaxed),
+                    a: self.a.load(Ordering::Relaxed),
+                    b: self.b.load(Ordering::Relaxed),
+                };
+                fence(Ordering::Acquire);
+                if self.ver.load(Ordering::Relaxed) == v1 {
+                    return r;
+                }
+            }
+            backoff(&mut spins);
+        }
+    }
+
+    /// Atomically replaces the record with `f(current)` when `f` returns `Some`.
+    /// Returns the record seen and whether it was replaced.
+    pub fn update(&self, f: impl FnOnce(Rec) -> Option<Rec>) -> (Rec, bool) {
+        let mut spins = 0;
+        let v = loop {
+            let v = self.ver.load(Ordering::Relaxed);
+            if v & 1 == 0
+                && self
+                    .ver
+                    .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                break v;
+            }
+            backoff(&mut spins);
+        };
+        fence(Ordering::Release);
+        let cur = Rec {
+            seq: self.seq.load(Ordering::Relaxed),
+            a: self.a.load(Ordering::Relaxed),
+            b: self.b.load(Ordering::Relaxed),
+        };
+        let new = f(cur);
+        if let Some(n) = new {
+            self.seq.store(n.seq, Ordering::Relaxed);
+            self.a.store(n.a, Ordering::Relaxed);
+            self.b.store(n.b, Ordering::Relaxed);
+        }
+        self.ver.store(v + 2, Ordering::Release);
+        (cur, new.is_some())
+    }
+}
+
+/// A skip list that takes writes until it is sealed. After sealing and draining it is
+/// immutable and serves as a shard's frozen region until the merge publishes.
+pub(crate) struct AppendMap {
+    pub map: SkipMap<Box<[u8]>, Slot>,
+    sealed: AtomicBool,
+    drained: AtomicBool,
+    /// Key hashes (| 1) of registered writers, 0 = free. All slots free (and no
+    /// untracked writer) means drained; a writer of the successor map waits only for
+    /// in-flight writes of its own key. See the module docs of `t1`.
+    inflight: [AtomicU64; INFLIGHT],
+    /// Registered writers that found no free `inflight` slot.
+    untracked: AtomicUsize,
+    /// Set once a writer has asked maintenance to reorganize this map.
+    pub notified: AtomicBool,
+}
+
+const INFLIGHT: usize = 32;
+const UNTRACKED: usize = usize::MAX;
+
+/// A writer's registration in an [`AppendMap`].
+#[must_use]
+pub(crate) struct Ticket(usize);
+
+/// Outcome of inserting into the append region.
+pub(crate) enum MapInsert {
+    /// The key was absent and now holds the new record.
+    Inserted,
+    /// The key existed; the record seen and whether it was replaced.
+    Existing(Rec, bool),
+}
+
+impl AppendMap {
+    pub fn new() -> AppendMap {
+        AppendMap {
+            map: SkipMap::new(),
+            sealed: AtomicBool::new(false),
+            drained: AtomicBool::new(false),
+            inflight: std::array::from_fn(|_| AtomicU64::new(0)),
+            untracked: AtomicUsize::new(0),
+            notified: AtomicBool::new(false),
+        }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Registers a writer of the key with hash `h`. Returns `None` (and unregisters) if
+    /// the map is sealed, in which case the caller must reload the shard state.
+    /// The returned ticket must be passed to [`AppendMap::leave`].
+    #[inline]
+    pub fn enter(&self, h: u64) -> Option<Ticket> {
+        let tag = h | 1;
+        // Publish the key before checking the seal (all SeqCst): a writer that then sees
+        // the map unsealed is visible to anyone who later sees it sealed.
+        let mut ticket = Ticket(UNTRACKED);
+        let start = (h >> 32) as usize % INFLIGHT;
+        for i in 0..INFLIGHT {
+            let idx = (start + i) % INFLIGHT;
+            if let Some(slot) = self.inflight.get(idx) {
+                if slot
+                    .compare_exchange(0, tag, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    ticket = Ticket(idx);
+                    break;
+                }
+            }
+        }
+        if ticket.0 == UNTRACKED {
+            self.untracked.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.sealed.load(Ordering::SeqCst) {
+            self.leave(ticket);
+            return None;
+        }
+        Some(ticket)
+    }
+
+    #[inline]
+    pub fn leave(&self, t: Ticket) {
+        match self.inflight.get(t.0) {
+            Some(slot) => slot.store(0, Ordering::SeqCst),
+            None => {
+                self.untracked.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+
+    pub fn seal(&self) {
+        self.sealed.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_drained(&self) -> bool {
+        if self.drained.load(Ordering::Acquire) {
+            return true;
+        }
+        if self.sealed.load(Ordering::SeqCst)
+            && self.untracked.load(Ordering::SeqCst) == 0
+            && self.inflight.iter().all(|s| s.load(Ordering::SeqCst) == 0)
+        {
+            self.drained.store(true, Ordering::Release);
+            return true;
+        }
+        false
+    }
+
+    /// True once the map is sealed and no registered writer is (or may be) writing the
+    /// key with hash `h`: from then on that key's record here never changes.
+    #[inline]
+    pub fn is_settled_for(&self, h: u64) -> bool {
+        if self.drained.load(Ordering::Acquire) {
+            return true;
+        }
+        if !self.sealed.load(Ordering::SeqCst) {
+            return false;
+        }
+        let tag = h | 1;
+        self.untracked.load(Ordering::SeqCst) == 0
+            && self
+                .inflight
+                .iter()
+                .all(|s| s.load(Ordering::SeqCst) != tag)
+    }
+
+    /// Waits until [`AppendMap::is_settled_for`] holds. Returns true if it had to wait.
+    ///
+    /// Only called on a map that a published state lists as `frozen`, which maintenance
+    /// is about to seal anyway; sealing it here means a writer never waits for the
+    /// maintenance thread to be scheduled.
+    pub fn wait_settled_for(&self, h: u64) -> bool {
+        self.seal();
+        let mut spins = 0;
+        let mut waited = false;
+        while !self.is_settled_for(h) {
+            waited = true;
+            backoff(&mut spins);
+        }
+        waited
+    }
+
+    /// Waits until the map is sealed and no registered writer remains; from then on it
+    /// never changes. Returns true if it had to wait.
+    pub fn wait_drained(&self) -> bool {
+        let mut spins = 0;
+        let mut waited = false;
+        while !self.is_drained() {
+            waited = true;
+            backoff(&mut spins);
+        }
+        waited
+    }
+
+    /// The current record for `key`, tombstones included.
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<Rec> {
+        if self.map.is_empty() {
+            return None;
+        }
+        self.map.get(key).map(|e| e.value().read())
+    }
+
+    /// Inserts `rec` if absent; otherwise lets `decide` replace the existing record.
+    pub fn upsert(
+        &self,
+        key: &[u8],
+        rec: Rec,
+        decide: impl FnOnce(Rec) -> Option<Rec>,
+    ) -> MapInsert {
+        if let Some(e) = self.map.get(key) {
+            let (old, replaced) = e.value().update(decide);
+            return MapInsert::Existing(old, replaced);
+        }
+        self.insert_new(key, rec, decide)
+    }
+
+    /// Like [`AppendMap::upsert`] for a key the caller just found absent: skips the
+    /// lookup and goes straight to the insert (one skip-list search instead of two).
+    pub fn insert_new(
+        &self,
+        key: &[u8],
+        rec: Rec,
+        decide: impl FnOnce(Rec) -> Option<Rec>,
+    ) -> MapInsert {
+        let existed = std::cell::Cell::new(false);
+        let e = self.map.compare_insert(key.into(), Slot::new(rec), |_| {
+            existed.set(true);
+            false
+        });
+        // Keys are never removed from an append map, so once the comparison ran the key
+        // was present for good and our slot was dropped.
+        if existed.get() {
+            let (old, replaced) = e.value().update(decide);
+            MapInsert::Existing(old, replaced)
+        } else {
+            MapInsert::Inserted
+        }
+    }
+
+    /// Approximate heap use: skip-list node, tower and key allocation per entry.
+    pub fn heap_bytes(&self) -> usize {
+        // Node header + slot + average tower (~2 levels) + Box<[u8]> allocation header.
+        const PER_NODE: usize = 32 + std::mem::size_of::<Slot>() + 16 + 16;
+        let mut keys = 0usize;
+        if self.len() < 4096 {
+            keys = self.map.iter().map(|e| e.key().len()).sum();
+        } else {
+            // Sample to keep stats() cheap on big maps.
+            let mut n = 0usize;
+            for e in self.map.iter().take(256) {
+                keys += e.key().len();
+                n += 1;
+            }
+            keys = keys / n.max(1) * self.len();
+        }
+        self.len() * PER_NODE + keys
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn rec(seq: u64) -> Rec {
+        Rec {
+            seq,
+            a: seq * 3,
+            b: 1,
+        }
+    }
+
+    #[test]
+    fn upsert_reports_insert_then_existing() {
+        let m = AppendMap::new();
+        assert!(matches!(
+            m.upsert(b"k", rec(1), |_| None),
+            MapInsert::Inserted
+        ));
+        match m.upsert(b"k", rec(2), |o| (o.seq <= 2).then_some(rec(2))) {
+            MapInsert::Existing(old, true) => assert_eq!(old, rec(1)),
+            _ => panic!("expected replace"),
+        }
+        assert_eq!(m.get(b"k"), Some(rec(2)));
+        assert_eq!(m.get(b"x"), None);
+    }
+
+    #[test]
+    fn seal_rejects_new_writers_and_drains() {
+        let m = AppendMap::new();
+        let t = m.enter(42).unwrap();
+        // Fill every slot so the next writers go untracked.
+        let more: Vec<Ticket> = (0..INFLIGHT + 1)
+            .map(|i| m.enter(1000 + i as u64 * 2).unwrap())
+            .collect();
+        assert!(!m.is_settled_for(7), "unsealed map is never settled");
+        m.seal();
+        assert!(!m.is_drained());
+        assert!(m.enter(5).is_none());
+        assert!(
+            !m.is_settled_for(7),
+            "an untracked writer may write any key"
+        );
+        for t in more {
+            m.leave(t);
+        }
+        assert!(m.is_settled_for(7));
+        assert!(!m.is_settled_for(42), "42 is still in flight");
+        assert!(!m.is_drained());
+        m.leave(t);
+        assert!(m.is_settled_for(42));
+        assert!(m.is_drained());
+        assert!(!m.wait_drained());
+    }
+
+    #[test]
+    fn seqlock_readers_never_see_torn_records() {
+        let slot = std::sync::Arc::new(Slot::new(rec(0)));
+        let reads = std::sync::Arc::new(AtomicU64::new(0));
+        let reader = {
+            let (slot, reads) = (slot.clone(), reads.clone());
+            std::thread::spawn(move || {
+                while reads.load(Ordering::Relaxed) < 200_000 {
+                    let r = slot.read();
+                    assert_eq!(r.a, r.seq * 3, "torn read");
+                    reads.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        // Keep writing until the reader has overlapped with plenty of updates, however
+        // the scheduler interleaves the two threads.
+        let mut s = 1u64;
+        while reads.load(Ordering::Relaxed) < 200_000 && !reader.is_finished() {
+            slot.update(|_| Some(rec(s)));
+            s += 1;
+        }
+        assert!(reader.join().is_ok());
+        assert!(s > 1);
+    }
+}

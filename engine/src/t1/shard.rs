@@ -1,0 +1,191 @@
+//! A shard: one key range with its append, frozen and sorted regions.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use super::append::{AppendMap, MapInsert};
+use super::bloom::hash_key;
+use super::entry::{Entry, Rec, Upsert};
+use super::sorted::Sorted;
+
+/// An immutable snapshot of a shard's regions. Maintenance publishes a new one; readers
+/// and writers work on whichever snapshot they loaded.
+pub(crate) struct ShardState {
+    /// Takes new writes (until sealed).
+    pub active: Arc<AppendMap>,
+    /// Sealed map being merged; possibly shared with the sibling shard after a split, in
+    /// which case only the keys inside this shard's range belong to it.
+    pub frozen: Option<Arc<AppendMap>>,
+    /// Possibly shared with the sibling after a split (filtered by range like `frozen`).
+    pub sorted: Arc<Sorted>,
+    /// Index range of this shard's keys inside `sorted`.
+    pub sorted_lo: usize,
+    pub sorted_hi: usize,
+}
+
+impl ShardState {
+    pub fn new(
+        active: Arc<AppendMap>,
+        frozen: Option<Arc<AppendMap>>,
+        sorted: Arc<Sorted>,
+        lo: &[u8],
+        hi: Option<&[u8]>,
+    ) -> ShardState {
+        let (sorted_lo, sorted_hi) = sorted.index_range(lo, hi);
+        ShardState {
+            active,
+            frozen,
+            sorted,
+            sorted_lo,
+            sorted_hi,
+        }
+    }
+
+    pub fn sorted_count(&self) -> usize {
+        self.sorted_hi - self.sorted_lo
+    }
+
+    /// The newest record for `key` below the active region (frozen, then sorted).
+    /// Counts a Bloom false positive in `fp` when the filter passed but the key is absent.
+    #[inline]
+    pub fn get_lower(&self, key: &[u8], fp: &std::sync::atomic::AtomicU64) -> Option<Rec> {
+        if let Some(f) = &self.frozen {
+            if let Some(r) = f.get(key) {
+                return Some(r);
+            }
+        }
+        let s = &*self.sorted;
+        if self.sorted_hi == self.sorted_lo {
+            return None;
+        }
+        if s.bloom_enabled() {
+            if !s.may_contain_hash(hash_key(key)) {
+                return None;
+            }
+            let r = s.find(key).map(|i| s.rec(i));
+            if r.is_none() {
+                fp.fetch_add(1, Ordering::Relaxed);
+            }
+            return r;
+        }
+        s.find(key).map(|i| s.rec(i))
+    }
+
+    /// The newest record for `key`, tombstones included.
+    #[inline]
+    pub fn get(&self, key: &[u8], fp: &std::sync::atomic::AtomicU64) -> Option<Rec> {
+        if let Some(r) = self.active.get(key) {
+            return Some(r);
+        }
+        self.get_lower(key, fp)
+    }
+
+    /// Applies a write to this snapshot. The caller has registered in `active` and
+    /// waited until `frozen` is settled for this key, so the key's records in every
+    /// region below `active` are immutable here.
+    pub fn upsert(&self, key: &[u8], entry: Entry, fp: &std::sync::atomic::AtomicU64) -> Upsert {
+        let new = Rec::encode(&entry);
+        let decide = |old: Rec| (entry.seq >= old.seq).then_some(new);
+        if !self.active.is_empty() {
+            if let Some(e) = self.active.map.get(key) {
+                // An active entry supersedes every region below it.
+                return match e.value().update(decide) {
+                    (old, true) => Upsert::Replaced(old.decode()),
+                    (_, false) => Upsert::Stale,
+                };
+            }
+        }
+        let lower = self.get_lower(key, fp);
+        if let Some(l) = lower {
+            if l.seq > entry.seq {
+                return Upsert::Stale;
+            }
+        }
+        match self.active.insert_new(key, new, decide) {
+            MapInsert::Inserted => match lower {
+                Some(l) => Upsert::Replaced(l.decode()),
+                None => Upsert::Inserted,
+            },
+            MapInsert::Existing(old, true) => Upsert::Replaced(old.decode()),
+            MapInsert::Existing(_, false) => Upsert::Stale,
+        }
+    }
+
+    /// Swaps the locator of the entry for `key` if it is still (`seq`, `old`).
+    pub fn relocate(
+        &self,
+        key: &[u8],
+        expect: Rec,
+        new: Rec,
+        fp: &std::sync::atomic::AtomicU64,
+    ) -> bool {
+        let decide = |cur: Rec| (cur == expect).then_some(new);
+        if let Some(e) = self.active.map.get(key) {
+            return e.value().update(decide).1;
+        }
+        if self.get_lower(key, fp) != Some(expect) {
+            return false;
+        }
+        match self.active.upsert(key, new, decide) {
+            MapInsert::Inserted => true,
+            MapInsert::Existing(_, replaced) => replaced,
+        }
+    }
+
+    /// Entries in all regions, counting a key once per region holding it.
+    pub fn approx_len(&self) -> usize {
+        self.active.len() + self.frozen.as_ref().map_or(0, |f| f.len()) + self.sorted_count()
+    }
+}
+
+/// One key range `[lo, hi)` of the directory.
+pub(crate) struct Shard {
+    pub lo: Box<[u8]>,
+    /// Exclusive upper bound; `None` is +infinity.
+    pub hi: Option<Box<[u8]>>,
+    pub state: ArcSwap<ShardState>,
+    /// Set once a split replaced this shard in the directory; its state is final.
+    pub retired: AtomicBool,
+}
+
+impl Shard {
+    pub fn new(lo: Box<[u8]>, hi: Option<Box<[u8]>>, state: ShardState) -> Shard {
+        Shard {
+            lo,
+            hi,
+            state: ArcSwap::from_pointee(state),
+            retired: AtomicBool::new(false),
+        }
+    }
+
+    pub fn hi(&self) -> Option<&[u8]> {
+        self.hi.as_deref()
+    }
+
+    pub fn contains(&self, key: &[u8]) -> bool {
+        key >= &*self.lo && self.hi().is_none_or(|h| key < h)
+    }
+}
+
+/// The shard list, sorted by `lo`; the first shard starts at the empty key and the last
+/// one is unbounded. Replaced wholesale (copy-on-write) by a split.
+pub(crate) struct Directory {
+    pub shards: Vec<Arc<Shard>>,
+}
+
+impl Directory {
+    /// Index of the shard whose range holds `key`.
+    #[inline]
+    pub fn find(&self, key: &[u8]) -> usize {
+        self.shards
+            .partition_point(|s| &*s.lo <= key)
+            .saturating_sub(1)
+    }
+
+    #[inline]
+    pub fn shard_for(&self, key: &[u8]) -> Option<&Arc<Shard>> {
+        self.shards.get(self.find(key))
+    }
+}

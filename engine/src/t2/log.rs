@@ -1,0 +1,392 @@
+//! The value log: an ordered set of segments, lock-free space reservation,
+//! segment rollover and group commit.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Error, Result};
+use crate::fsutil::sync_dir;
+use crate::t2::record::{lsn, record_len, split_lsn, Header, Kind};
+use crate::t2::segment::{MapOpts, Segment};
+
+/// Where an appended record landed.
+pub struct Appended {
+    /// The segment holding it (kept alive by this handle).
+    pub seg: Arc<Segment>,
+    /// The record's LSN (also its seq for ordinary writes).
+    pub lsn: u64,
+    /// Offset of the body inside the segment.
+    pub body_off: usize,
+    /// LSN just past the record.
+    pub end_lsn: u64,
+}
+
+#[derive(Default)]
+struct SyncState {
+    synced: u64,
+    requested: u64,
+    leader: bool,
+}
+
+/// Group commit counters.
+#[derive(Debug, Default)]
+pub struct SyncCounters {
+    /// `msync` rounds performed.
+    pub rounds: AtomicU64,
+    /// Writers that asked for a sync.
+    pub waiters: AtomicU64,
+}
+
+/// The value log.
+pub struct Log {
+    dir: PathBuf,
+    seg_size: usize,
+    map_opts: MapOpts,
+    /// The segment table, copy-on-write: readers load it without any
+    /// shared-cache-line write, and a loaded table keeps its segments alive
+    /// (so `with_segment` needs no refcount traffic). Rollover and retire,
+    /// which are rare, replace it under `table_write`.
+    segments: ArcSwap<BTreeMap<u32, Arc<Segment>>>,
+    table_write: Mutex<()>,
+    active: ArcSwap<Segment>,
+    roll: Mutex<()>,
+    /// The next segment, created ahead of need by the maintenance thread so
+    /// that a rollover is a pointer swap rather than a create + fsync.
+    spare: Mutex<Option<Arc<Segment>>>,
+    spare_cv: Condvar,
+    sync: Mutex<SyncState>,
+    sync_cv: Condvar,
+    /// Bytes appended since open.
+    pub appended: AtomicU64,
+    /// Group commit counters.
+    pub sync_counters: SyncCounters,
+    /// Nanoseconds spent creating segments at rollover, worst case.
+    pub max_rollover_ns: AtomicU64,
+}
+
+impl Log {
+    /// Builds the log over recovered segments (non-empty; the highest id is
+    /// the active one) whose tails were set by recovery.
+    pub fn new(
+        dir: &Path,
+        seg_size: usize,
+        map_opts: MapOpts,
+        segments: BTreeMap<u32, Arc<Segment>>,
+        synced: u64,
+    ) -> Result<Log> {
+        let active = segments
+            .values()
+            .next_back()
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument("log opened without segments".into()))?;
+        Ok(Log {
+            dir: dir.to_path_buf(),
+            seg_size,
+            map_opts,
+            segments: ArcSwap::from_pointee(segments),
+            table_write: Mutex::new(()),
+            active: ArcSwap::new(active),
+            roll: Mutex::new(()),
+            spare: Mutex::new(None),
+            spare_cv: Condvar::new(),
+            sync: Mutex::new(SyncState {
+                synced,
+                requested: synced,
+                leader: false,
+            }),
+            sync_cv: Condvar::new(),
+            appended: AtomicU64::new(0),
+            sync_counters: SyncCounters::default(),
+            max_rollover_ns: AtomicU64::new(0),
+        })
+    }
+
+    /// Size of new segments.
+    pub fn segment_size(&self) -> usize {
+        self.seg_size
+    }
+
+    /// The largest body a record may carry.
+    pub fn max_body(&self) -> usize {
+        self.seg_size - record_len(0)
+    }
+
+    /// The segment with id `id`, if it still exists.
+    pub fn segment(&self, id: u32) -> Option<Arc<Segment>> {
+        self.segments.load().get(&id).cloned()
+    }
+
+    /// Runs `f` on segment `id` if it still exists, without touching its
+    /// reference count (the read path's way in).
+    pub fn with_segment<R>(&self, id: u32, f: impl FnOnce(&Segment) -> R) -> Option<R> {
+        let table = self.segments.load();
+        table.get(&id).map(|s| f(s))
+    }
+
+    fn update_table(&self, f: impl FnOnce(&mut BTreeMap<u32, Arc<Segment>>)) {
+        let _g = self.table_write.lock();
+        let mut t = BTreeMap::clone(&self.segments.load());
+        f(&mut t);
+        self.segments.store(Arc::new(t));
+    }
+
+    /// Every segment, in id order.
+    pub fn segments(&self) -> Vec<Arc<Segment>> {
+        self.segments.load().values().cloned().collect()
+    }
+
+    /// The id of the segment currently taking writes.
+    pub fn active_id(&self) -> u32 {
+        self.active.load().id
+    }
+
+    /// The LSN where the next record would go if nothing were in flight.
+    pub fn tail_lsn(&self) -> u64 {
+        let a = self.active.load();
+        lsn(a.id, a.used() as u32)
+    }
+
+    /// Appends one record; returns once its commit word is stored.
+    /// `seq = None` means "use the record's own LSN".
+    pub fn append(
+        &self,
+        kind: Kind,
+        count_or_key_len: u32,
+        seq: Option<u64>,
+        extra: u64,
+        parts: &[&[u8]],
+    ) -> Result<Appended> {
+        let body_len: usize = parts.iter().map(|p| p.len()).sum();
+        if body_len > self.max_body() {
+            return Err(Error::InvalidArgument(format!(
+                "a record body of {body_len} bytes exceeds the segment capacity of {} bytes",
+                self.max_body()
+            )));
+        }
+        let body_crc = parts.iter().fold(0u32, |c, p| crc32c::crc32c_append(c, p));
+        let len = record_len(body_len);
+        loop {
+            let seg = self.active.load_full();
+            let off = seg.tail.fetch_add(len as u64, Ordering::AcqRel) as usize;
+            if off + len <= seg.size() {
+                let at = lsn(seg.id, off as u32);
+                let header = Header {
+                    kind,
+                    count_or_key_len,
+                    body_len: body_len as u32,
+                    body_crc,
+                    lsn: at,
+                    seq: seq.unwrap_or(at),
+                    extra,
+                };
+                if !seg.write_record(off, &header, parts) {
+                    return Err(Error::InvalidArgument(format!(
+                        "internal: record of {len} bytes at offset {off} does not fit {}",
+                        seg.path.display()
+                    )));
+                }
+                self.appended.fetch_add(len as u64, Ordering::Relaxed);
+                return Ok(Appended {
+                    seg,
+                    lsn: at,
+                    body_off: off + crate::t2::record::HEADER_LEN,
+                    end_lsn: at + len as u64,
+                });
+            }
+            self.rollover(seg.id)?;
+        }
+    }
+
+    /// Seals segment `full` and starts the next one, unless another writer
+    /// already did.
+    fn rollover(&self, full: u32) -> Result<()> {
+        let _g = self.roll.lock();
+        if self.active.load().id != full {
+            return Ok(());
+        }
+        let t0 = Instant::now();
+        let next = full.checked_add(1).ok_or_else(|| {
+            Error::InvalidArgument("segment ids exhausted (2^32 segments)".into())
+        })?;
+        let spare = self.spare.lock().take().filter(|s| s.id == next);
+        let seg = match spare {
+            Some(s) => s,
+            None => {
+                let s = Arc::new(Segment::create(
+                    &self.dir,
+                    next,
+                    self.seg_size,
+                    self.map_opts,
+                )?);
+                sync_dir(&self.dir)?;
+                s
+            }
+        };
+        self.update_table(|t| {
+            t.insert(next, seg.clone());
+        });
+        self.active.store(seg);
+        self.spare_cv.notify_all();
+        self.max_rollover_ns
+            .fetch_max(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Creates the spare segment if there is none; called by the
+    /// maintenance thread. Returns whether it created one.
+    pub fn prepare_spare(&self) -> Result<bool> {
+        let next = self.active_id().wrapping_add(1);
+        if self.spare.lock().as_ref().is_some_and(|s| s.id == next) || next == 0 {
+            return Ok(false);
+        }
+        let _g = self.roll.lock();
+        if self.active_id().wrapping_add(1) != next {
+            return Ok(false);
+        }
+        let seg = Arc::new(Segment::create(
+            &self.dir,
+            next,
+            self.seg_size,
+            self.map_opts,
+        )?);
+        sync_dir(&self.dir)?;
+        *self.spare.lock() = Some(seg);
+        Ok(true)
+    }
+
+    /// Waits up to `timeout` for a rollover to consume the spare.
+    pub fn wait_spare_needed(&self, timeout: std::time::Duration) {
+        let mut sp = self.spare.lock();
+        if sp.is_some() {
+            self.spare_cv.wait_for(&mut sp, timeout);
+        }
+    }
+
+    /// Removes the unused spare segment (on close), so that a reopen keeps
+    /// appending to the current segment.
+    pub fn drop_spare(&self) -> Result<()> {
+        let _g = self.roll.lock();
+        if let Some(s) = self.spare.lock().take() {
+            std::fs::remove_file(&s.path)
+                .map_err(|e| Error::io(format!("removing spare {}", s.path.display()), e))?;
+            sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// Wakes a thread in [`Log::wait_spare_needed`].
+    pub fn wake_spare_waiter(&self) {
+        self.spare_cv.notify_all();
+    }
+
+    /// Makes every record that ends at or before `target` durable, sharing
+    /// one `msync` round among all writers waiting at the same time.
+    ///
+    /// Callers have finished writing their own record before calling, so
+    /// the range a leader flushes covers every waiter's complete record.
+    pub fn sync_to(&self, target: u64) -> Result<()> {
+        self.sync_counters.waiters.fetch_add(1, Ordering::Relaxed);
+        let mut st = self.sync.lock();
+        st.requested = st.requested.max(target);
+        loop {
+            if st.synced >= target {
+                return Ok(());
+            }
+            if st.leader {
+                self.sync_cv.wait(&mut st);
+                continue;
+            }
+            st.leader = true;
+            let from = st.synced;
+            let upto = st.requested;
+            drop(st);
+            let res = self.flush_between(from, upto);
+            self.sync_counters.rounds.fetch_add(1, Ordering::Relaxed);
+            st = self.sync.lock();
+            st.leader = false;
+            if res.is_ok() {
+                st.synced = st.synced.max(upto);
+            }
+            self.sync_cv.notify_all();
+            res?;
+        }
+    }
+
+    /// `msync`s `[from, to)` without advancing the group-commit watermark
+    /// (records in that range may still be in flight).
+    pub fn sync_to_untracked(&self, from: u64, to: u64) -> Result<()> {
+        self.flush_between(from, to)
+    }
+
+    /// `msync`s the log between two LSNs.
+    fn flush_between(&self, from: u64, to: u64) -> Result<()> {
+        if to <= from {
+            return Ok(());
+        }
+        let (fs, fo) = split_lsn(from);
+        let (ts, to_off) = split_lsn(to);
+        let segs: Vec<Arc<Segment>> = self
+            .segments
+            .load()
+            .range(fs..=ts)
+            .map(|(_, s)| s.clone())
+            .collect();
+        for s in segs {
+            let start = if s.id == fs { fo as usize } else { 0 };
+            let end = if s.id == ts {
+                to_off as usize
+            } else {
+                s.size()
+            };
+            if end > start {
+                s.flush_range(start, end - start)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes segments from the table and unlinks their files, with one
+    /// directory fsync. Readers that still hold an `Arc` keep a valid
+    /// mapping until they drop it. The active segment is never retired.
+    pub fn retire(&self, ids: &[u32]) -> Result<Vec<Arc<Segment>>> {
+        let active = self.active_id();
+        let mut gone = Vec::new();
+        {
+            self.update_table(|table| {
+                for id in ids.iter().filter(|&&id| id != active) {
+                    if let Some(s) = table.remove(id) {
+                        gone.push(s);
+                    }
+                }
+            });
+        }
+        for seg in &gone {
+            std::fs::remove_file(&seg.path)
+                .map_err(|e| Error::io(format!("removing {}", seg.path.display()), e))?;
+        }
+        if !gone.is_empty() {
+            sync_dir(&self.dir)?;
+        }
+        Ok(gone)
+    }
+
+    /// Total bytes of all segment files.
+    pub fn total_bytes(&self) -> u64 {
+        self.segments.load().values().map(|s| s.size() as u64).sum()
+    }
+
+    /// Sum of live bytes over all segments.
+    pub fn live_bytes(&self) -> u64 {
+        self.segments
+            .load()
+            .values()
+            .map(|s| s.live.load(Ordering::Relaxed).max(0) as u64)
+            .sum()
+    }
+}

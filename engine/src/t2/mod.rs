@@ -1,0 +1,7 @@
+//! T2: the value store, an append-only log of mmap'd segment files that is
+//! also the write-ahead log.
+
+pub mod log;
+pub mod record;
+pub mod scan;
+pub mod segment;

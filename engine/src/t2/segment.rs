@@ -1,0 +1,332 @@
+//! One segment file of the value log, mapped `MAP_SHARED`.
+//!
+//! This is the only module that touches the mapping through raw pointers.
+//! The invariants that make it sound:
+//! * the mapping lives as long as the `Segment` (callers hold `Arc<Segment>`,
+//!   so a segment retired by defragment stays mapped until its last reader
+//!   drops it; the file may already be unlinked);
+//! * a writer writes only inside the range it reserved with `fetch_add` on
+//!   `tail`, so no two writers touch the same bytes;
+//! * readers read only records that were published (committed and indexed),
+//!   and published records are never modified again, except by recovery
+//!   before any reader exists.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::error::{Error, Result};
+use crate::t2::record::{Header, HEADER_LEN};
+
+/// The file name of segment `id`.
+pub fn file_name(id: u32) -> String {
+    format!("{id:08x}.seg")
+}
+
+/// Parses a segment file name back into its id.
+pub fn parse_file_name(name: &str) -> Option<u32> {
+    let hex = name.strip_suffix(".seg")?;
+    if hex.len() != 8 {
+        return None;
+    }
+    u32::from_str_radix(hex, 16).ok()
+}
+
+/// How segments are mapped (ablation switches).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MapOpts {
+    /// Fault every page in when mapping (`MAP_POPULATE`).
+    pub prefault: bool,
+    /// `MADV_RANDOM`: no readahead around faults (for random point reads
+    /// of small values on data larger than memory).
+    pub random: bool,
+}
+
+/// A mapped segment file.
+pub struct Segment {
+    /// Segment id (its LSNs are `id << 32 | offset`).
+    pub id: u32,
+    /// Path of the file, for error messages.
+    pub path: PathBuf,
+    file: File,
+    map: MmapRaw,
+    size: usize,
+    /// Reservation cursor: the next free offset. May run past `size` when
+    /// writers race at a rollover; `used()` clamps it.
+    pub(crate) tail: AtomicU64,
+    /// Bytes of keys and values of entries that T1 still points at here.
+    pub(crate) live: AtomicI64,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("id", &self.id)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl Segment {
+    /// Creates a new zero-filled (sparse) segment and makes its size durable.
+    pub fn create(dir: &Path, id: u32, size: usize, mo: MapOpts) -> Result<Segment> {
+        let path = dir.join(file_name(id));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&path)
+            .map_err(|e| Error::io(format!("creating segment {}", path.display()), e))?;
+        file.set_len(size as u64)
+            .map_err(|e| Error::io(format!("sizing segment {}", path.display()), e))?;
+        // Allocate the blocks now: a write through a shared mapping into a
+        // hole on a full disk is a SIGBUS, while this fails with ENOSPC as
+        // a typed error. Filesystems without fallocate keep a sparse file.
+        // SAFETY: plain syscall on an fd we own; no memory is passed.
+        let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                drop(file);
+                let _ = std::fs::remove_file(&path);
+                return Err(Error::io(
+                    format!("allocating {size} bytes for segment {}", path.display()),
+                    err,
+                ));
+            }
+        }
+        file.sync_all()
+            .map_err(|e| Error::io(format!("syncing segment {}", path.display()), e))?;
+        Self::map(id, path, file, size, mo)
+    }
+
+    /// Opens an existing segment.
+    pub fn open(path: &Path, id: u32, mo: MapOpts) -> Result<Segment> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(format!("opening segment {}", path.display()), e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(format!("stat of segment {}", path.display()), e))?
+            .len();
+        if len < HEADER_LEN as u64 || len > u64::from(u32::MAX) || len % 16 != 0 {
+            return Err(Error::Corruption(format!(
+                "segment {} has size {len}, not a multiple of 16 between {HEADER_LEN} and 4 GiB",
+                path.display()
+            )));
+        }
+        Self::map(id, path.to_path_buf(), file, len as usize, mo)
+    }
+
+    fn map(id: u32, path: PathBuf, file: File, size: usize, opts: MapOpts) -> Result<Segment> {
+        let mut mo = MmapOptions::new();
+        mo.len(size);
+        if opts.prefault {
+            mo.populate();
+        }
+        let map = mo
+            .map_raw(&file)
+            .map_err(|e| Error::io(format!("mapping segment {}", path.display()), e))?;
+        if opts.random {
+            map.advise(memmap2::Advice::Random)
+                .map_err(|e| Error::io(format!("madvise of segment {}", path.display()), e))?;
+        }
+        Ok(Segment {
+            id,
+            path,
+            file,
+            map,
+            size,
+            tail: AtomicU64::new(0),
+            live: AtomicI64::new(0),
+        })
+    }
+
+    /// File size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Bytes reserved so far, clamped to the file size.
+    pub fn used(&self) -> usize {
+        (self.tail.load(Ordering::Acquire) as usize).min(self.size)
+    }
+
+    /// The underlying file (for `pread`, `fadvise`, io_uring).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Bytes `[off, off+len)` of the mapping, or `None` if out of range.
+    ///
+    /// Callers read only published records or, during recovery, a log no
+    /// one is writing (see the module invariants).
+    pub fn bytes(&self, off: usize, len: usize) -> Option<&[u8]> {
+        let end = off.checked_add(len)?;
+        if end > self.size {
+            return None;
+        }
+        // SAFETY: [off, end) lies inside the live mapping (checked above),
+        // which outlives `&self`; the bytes read are immutable under the
+        // module invariants, so no write races with this shared borrow.
+        Some(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), len) })
+    }
+
+    /// Writes a record into a range the caller reserved: body first, then
+    /// the header except its first word, then the commit word with one
+    /// atomic release store. A crash at any point before that store leaves
+    /// a zero commit word, which recovery treats as "never written".
+    /// Returns false (writing nothing) if the range is misaligned or out
+    /// of the file, which the log never asks for.
+    #[must_use]
+    pub(crate) fn write_record(&self, off: usize, header: &Header, parts: &[&[u8]]) -> bool {
+        let hdr = header.encode();
+        let body_len: usize = parts.iter().map(|p| p.len()).sum();
+        if !off.is_multiple_of(8) || off + HEADER_LEN + body_len > self.size {
+            return false;
+        }
+        let base = self.map.as_mut_ptr();
+        let mut pos = off + HEADER_LEN;
+        for p in parts {
+            // SAFETY: [pos, pos+len) is inside [off, off+HEADER_LEN+body_len),
+            // inside the mapping (checked above) and reserved exclusively by
+            // this writer; `p` is a distinct heap/user buffer, so no overlap.
+            unsafe { std::ptr::copy_nonoverlapping(p.as_ptr(), base.add(pos), p.len()) };
+            pos += p.len();
+        }
+        // SAFETY: bytes [off+8, off+48) are inside the reserved range.
+        unsafe {
+            std::ptr::copy_nonoverlapping(hdr.as_ptr().add(8), base.add(off + 8), HEADER_LEN - 8)
+        };
+        // SAFETY: `off` is 8-aligned and the mapping is page-aligned, so the
+        // pointer is valid and aligned for an AtomicU64 for the mapping's
+        // lifetime; only this writer stores to it.
+        let word = unsafe { AtomicU64::from_ptr(base.add(off).cast::<u64>()) };
+        word.store(header.commit_word(), Ordering::Release);
+        true
+    }
+
+    /// Copies `[off, off+len)` into `out` with `pread` instead of through
+    /// the mapping: no page-table work and one I/O for a non-resident
+    /// range. The page cache is shared with the mapping, so both see the
+    /// same bytes.
+    pub fn pread_into(&self, off: usize, len: usize, out: &mut Vec<u8>) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        if off.checked_add(len).is_none_or(|end| end > self.size) {
+            return Err(Error::Corruption(format!(
+                "{} offset {off} (+{len}): value lies outside the file",
+                self.path.display()
+            )));
+        }
+        let start = out.len();
+        out.resize(start + len, 0);
+        self.file
+            .read_exact_at(&mut out[start..], off as u64)
+            .map_err(|e| {
+                Error::io(
+                    format!("pread of {} at offset {off}", self.path.display()),
+                    e,
+                )
+            })
+    }
+
+    /// `msync`s `[off, off+len)` (clamped to the file).
+    pub fn flush_range(&self, off: usize, len: usize) -> Result<()> {
+        let off = off.min(self.size);
+        let len = len.min(self.size - off);
+        if len == 0 {
+            return Ok(());
+        }
+        self.map
+            .flush_range(off, len)
+            .map_err(|e| Error::io(format!("msync of {}", self.path.display()), e))
+    }
+
+    /// Starts asynchronous writeback of the whole file (no waiting), so a
+    /// later `msync` by a checkpoint or sync writer finds little to do.
+    pub fn start_writeback(&self) {
+        // SAFETY: plain syscall on an fd we own; no memory is passed.
+        // Failure only loses the head start, so the result is ignored.
+        unsafe {
+            libc::sync_file_range(self.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+        }
+    }
+
+    /// Makes `[off, off+len)` read back as zeros, keeping its blocks
+    /// allocated (`FALLOC_FL_ZERO_RANGE`; a hole punch where that is not
+    /// supported).
+    pub fn zero_range(&self, off: usize, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let fd = self.file.as_raw_fd();
+        // SAFETY: plain syscalls on an fd we own; no memory is passed.
+        let mut rc = unsafe {
+            libc::fallocate(
+                fd,
+                libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE,
+                off as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EOPNOTSUPP) {
+            // SAFETY: as above.
+            rc = unsafe {
+                libc::fallocate(
+                    fd,
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    off as libc::off_t,
+                    len as libc::off_t,
+                )
+            };
+        }
+        if rc != 0 {
+            return Err(Error::io(
+                format!("zeroing offset {off} (+{len}) of {}", self.path.display()),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::t2::record::{lsn, Kind};
+
+    #[test]
+    fn write_then_read_back_and_punch() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let seg = Segment::create(dir.path(), 1, 1 << 16, MapOpts::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let h = Header {
+            kind: Kind::Batch,
+            count_or_key_len: 1,
+            body_len: 5,
+            body_crc: crc32c::crc32c(b"hello"),
+            lsn: lsn(1, 64),
+            seq: lsn(1, 64),
+            extra: 0,
+        };
+        assert!(seg.write_record(64, &h, &[b"hel", b"lo"]));
+        assert!(!seg.write_record(65, &h, &[b"x"]));
+        let b = seg.bytes(64, HEADER_LEN + 5).unwrap_or_default();
+        assert_eq!(Header::decode(b), Some(h));
+        assert_eq!(&b[HEADER_LEN..], b"hello");
+        seg.zero_range(0, 4096).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            Header::commit_word_of(seg.bytes(64, 8).unwrap_or_default()),
+            0
+        );
+        assert!(seg.bytes(1 << 16, 1).is_none());
+        assert_eq!(parse_file_name(&file_name(0xab)), Some(0xab));
+    }
+}

@@ -1,0 +1,186 @@
+//! Checkpoint, defragment and reorganize while writers run, checked against
+//! a model; then the same after a reopen.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use common::*;
+use vmemkv::{Db, Options, WriteBatch, WriteOptions};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Writer `t` owns keys `i` with `i % 2 == t`, so its model is exact.
+fn writer(db: &Db, t: u64, ops: u64) -> Model {
+    let mut m = Model::new();
+    let mut x = 0x1234_5678_9abc_def0u64 ^ t;
+    for n in 0..ops {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let i = (x % 1500) * 2 + t;
+        let k = key(i);
+        match x % 10 {
+            0 => {
+                db.delete(&k).unwrap_or_else(|e| panic!("delete: {e}"));
+                m.remove(&k);
+            }
+            1 => {
+                let mut b = WriteBatch::new();
+                let k2 = key(i + 2);
+                let v = value(i, n, 50);
+                b.put(&k, &v);
+                b.delete(&k2);
+                db.write(&WriteOptions::default(), &b)
+                    .unwrap_or_else(|e| panic!("batch: {e}"));
+                m.insert(k, v);
+                m.remove(&k2);
+            }
+            _ => {
+                let v = value(i, n, (x % 1800) as usize);
+                db.put(&k, &v).unwrap_or_else(|e| panic!("put: {e}"));
+                m.insert(k, v);
+            }
+        }
+    }
+    m
+}
+
+#[test]
+fn maintenance_under_concurrent_writers_matches_model_index_walk() {
+    maintenance_run(Some(true));
+}
+
+#[test]
+fn maintenance_under_concurrent_writers_matches_model_segment_walk() {
+    maintenance_run(Some(false));
+}
+
+fn maintenance_run(index_walk: Option<bool>) {
+    let dir = tmp();
+    let db = Arc::new(
+        Db::open(dir.path(), opts().defrag_index_walk(index_walk))
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let maint = {
+        let db = db.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut cycles = 0u32;
+            while !stop.load(Ordering::Relaxed) || cycles < 3 {
+                db.checkpoint()
+                    .unwrap_or_else(|e| panic!("checkpoint: {e}"));
+                db.defragment()
+                    .unwrap_or_else(|e| panic!("defragment: {e}"));
+                db.reorganize()
+                    .unwrap_or_else(|e| panic!("reorganize: {e}"));
+                cycles += 1;
+            }
+            cycles
+        })
+    };
+    let reader = {
+        let db = db.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for i in (0..3000u64).step_by(7) {
+                    db.get_into(&key(i), &mut buf)
+                        .unwrap_or_else(|e| panic!("get: {e}"));
+                }
+                let d = dump(&db);
+                assert!(d.len() <= 3002);
+                n += 1;
+            }
+            n
+        })
+    };
+    let ws: Vec<_> = (0..2u64)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || writer(&db, t, 40_000))
+        })
+        .collect();
+    let mut model = Model::new();
+    for w in ws {
+        model.extend(w.join().unwrap_or_else(|_| panic!("writer panicked")));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let cycles = maint
+        .join()
+        .unwrap_or_else(|_| panic!("maintenance panicked"));
+    let scans = reader.join().unwrap_or_else(|_| panic!("reader panicked"));
+    assert!(cycles >= 3 && scans >= 1);
+    assert_eq!(dump(&db), model, "live state differs from the model");
+    let s = db.statistics();
+    eprintln!("after the concurrent run:\n{s}");
+    assert!(s.defrag_cycles >= 3, "{s:?}");
+    assert!(
+        s.defrag_moved_bytes > 0,
+        "defragment never moved a value: {s:?}"
+    );
+    assert!(
+        s.defrag_retired_segments > 0,
+        "defragment never freed a segment: {s:?}"
+    );
+    let live_in_model: u64 = model
+        .iter()
+        .filter(|(_, v)| v.len() > 8)
+        .map(|(k, v)| (k.len() + v.len()) as u64)
+        .sum();
+    assert_eq!(
+        s.t2_live_bytes, live_in_model,
+        "live-byte accounting drifted"
+    );
+    drop(db);
+    let db = open(dir.path());
+    assert_eq!(
+        dump(&db),
+        model,
+        "state after reopen differs from the model"
+    );
+    db.defragment().unwrap_or_else(|e| panic!("{e}"));
+    let s = db.statistics();
+    assert!(
+        s.t2_total_bytes <= 2 * s.t2_live_bytes + 3 * (1 << 20),
+        "space not reclaimed: {s:?}"
+    );
+    drop(db);
+    let db = open(dir.path());
+    assert_eq!(dump(&db), model, "state after defragment + reopen differs");
+}
+
+#[test]
+fn background_thread_checkpoints_and_reclaims() {
+    let dir = tmp();
+    let opts = Options::default()
+        .segment_size(1 << 20)
+        .checkpoint_interval_bytes(1 << 20)
+        .maintenance_interval_ms(5);
+    let db = Db::open(dir.path(), opts.clone()).unwrap_or_else(|e| panic!("{e}"));
+    for round in 0..20u64 {
+        for i in 0..500u64 {
+            db.put(&key(i), &value(i, round, 1000))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Give the maintenance thread a moment to catch up.
+    let t0 = std::time::Instant::now();
+    while db.statistics().t2_total_bytes > 4 * (1 << 20) && t0.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let s = db.statistics();
+    assert!(s.checkpoints > 0, "{s:?}");
+    assert!(s.t2_total_bytes <= 4 * (1 << 20), "{s:?}");
+    drop(db);
+    let db = Db::open(dir.path(), opts).unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..500u64 {
+        assert_eq!(db.get(&key(i)).ok().flatten(), Some(value(i, 19, 1000)));
+    }
+}

@@ -1,0 +1,549 @@
+//! MultiScan (issue 6): async (io_uring) == sync == a model of the data, on
+//! random data and random range sets; no torn values under concurrent
+//! writes; the forced fallback path gives the same results.
+//!
+//! The scan is driven over a real T1 and a real value log built here
+//! (records appended with `Log::append`, locators upserted into T1, as the
+//! engine's write path does), with small segments so that values and
+//! ranges cross segment boundaries.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use vmemkv::multiscan::{self, residency, BufferMode, MultiScanArgs, MultiScanStats, ScanRange};
+use vmemkv::t1::{Entry, Locator, Payload, T1Config, T1};
+use vmemkv::t2::log::Log;
+use vmemkv::t2::record::Kind;
+use vmemkv::t2::segment::{MapOpts, Segment};
+
+const SEG: usize = 64 << 10;
+
+struct Store {
+    _dir: tempfile::TempDir,
+    t1: T1,
+    log: Log,
+}
+
+fn store() -> Store {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mo = MapOpts {
+        prefault: false,
+        random: true,
+    };
+    let seg = Segment::create(dir.path(), 0, SEG, mo).unwrap_or_else(|e| panic!("{e}"));
+    let mut segs = BTreeMap::new();
+    segs.insert(0, Arc::new(seg));
+    let log = Log::new(dir.path(), SEG, mo, segs, 0).unwrap_or_else(|e| panic!("{e}"));
+    let t1 = T1::new(T1Config {
+        background: false,
+        split_threshold: 64,
+        ..T1Config::default()
+    });
+    Store { _dir: dir, t1, log }
+}
+
+impl Store {
+    fn put(&self, k: &[u8], v: &[u8]) {
+        let a = self
+            .log
+            .append(Kind::Batch, 1, None, 0, &[k, v])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let payload = Payload::inline(v).unwrap_or(Payload::Stored(Locator {
+            segment: a.seg.id,
+            offset: (a.body_off + k.len()) as u32,
+            len: v.len() as u32,
+        }));
+        self.t1.upsert(
+            k,
+            Entry {
+                seq: a.lsn,
+                payload,
+            },
+        );
+    }
+
+    fn delete(&self, k: &[u8]) {
+        let a = self
+            .log
+            .append(Kind::Batch, 1, None, 0, &[k])
+            .unwrap_or_else(|e| panic!("{e}"));
+        self.t1.upsert(
+            k,
+            Entry {
+                seq: a.lsn,
+                payload: Payload::Tombstone,
+            },
+        );
+    }
+
+    fn evict(&self) {
+        for s in self.log.segments() {
+            residency::evict(&s).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+type Results = Vec<Vec<(Vec<u8>, Vec<u8>)>>;
+
+fn run(st: &Store, args: &MultiScanArgs) -> (Results, MultiScanStats) {
+    let mut ms =
+        multiscan::multi_scan(&st.t1, &st.log, args).unwrap_or_else(|e| panic!("multi_scan: {e}"));
+    let mut out = Vec::new();
+    let mut i = 0;
+    while ms.next_range().unwrap_or_else(|e| panic!("{e}")) {
+        assert_eq!(ms.range_index(), i);
+        let mut r = Vec::new();
+        while ms.next_entry().unwrap_or_else(|e| panic!("{e}")) {
+            r.push((ms.key().to_vec(), ms.value().to_vec()));
+        }
+        out.push(r);
+        i += 1;
+    }
+    (out, ms.stats())
+}
+
+fn model_scan(m: &BTreeMap<Vec<u8>, Vec<u8>>, ranges: &[ScanRange]) -> Results {
+    ranges
+        .iter()
+        .map(|r| {
+            let lo = r.start.clone().unwrap_or_default();
+            m.range(lo..)
+                .take_while(|(k, _)| r.limit.as_ref().is_none_or(|l| *k < l))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+fn key(n: u32) -> Vec<u8> {
+    format!("key{n:06}").into_bytes()
+}
+
+/// A value that names its key and version, so a torn or misplaced value
+/// is detectable: `key|version|` then filler derived from both.
+fn value(k: &[u8], ver: u32, len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len);
+    v.extend_from_slice(k);
+    v.push(b'|');
+    v.extend_from_slice(&ver.to_le_bytes());
+    v.push(b'|');
+    let mut x = u64::from(ver) ^ 0x9E37_79B9_7F4A_7C15 ^ (k.len() as u64);
+    for &b in k {
+        x = x.rotate_left(5) ^ u64::from(b);
+    }
+    while v.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.push(x as u8);
+    }
+    v.truncate(len.max(k.len() + 6));
+    v
+}
+
+fn check_value(k: &[u8], v: &[u8]) -> bool {
+    if v.len() < k.len() + 6 || &v[..k.len()] != k {
+        return false;
+    }
+    let ver = u32::from_le_bytes([
+        v[k.len() + 1],
+        v[k.len() + 2],
+        v[k.len() + 3],
+        v[k.len() + 4],
+    ]);
+    value(k, ver, v.len()) == v
+}
+
+fn args(ranges: Vec<ScanRange>, async_io: bool) -> MultiScanArgs {
+    MultiScanArgs {
+        use_async_io: async_io,
+        ..MultiScanArgs::new(ranges)
+    }
+}
+
+fn load_sequential(st: &Store, n: u32, len: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    for i in 0..n {
+        let (k, v) = (key(i), value(&key(i), 0, len));
+        st.put(&k, &v);
+        m.insert(k, v);
+    }
+    m
+}
+
+#[test]
+fn cold_async_reads_through_io_uring_and_matches_sync() {
+    let st = store();
+    let m = load_sequential(&st, 3000, 300);
+    let ranges = vec![
+        ScanRange::new(&key(10), &key(110)),
+        ScanRange::new(&key(1000), &key(1100)),
+        ScanRange::unbounded(&key(2500)),
+    ];
+    st.evict();
+    let (a, stats) = run(&st, &args(ranges.clone(), true));
+    assert!(stats.io_uring, "io_uring should be available on this host");
+    assert!(stats.reads > 0, "a cold scan must read: {stats:?}");
+    // 3 ranges of contiguous values: coalescing makes few reads.
+    assert!(stats.reads < 40, "reads were not coalesced: {stats:?}");
+    assert_eq!(stats.failed_reads, 0);
+    let (s, sstats) = run(&st, &args(ranges.clone(), false));
+    assert!(!sstats.io_uring);
+    assert_eq!(a, s);
+    assert_eq!(a, model_scan(&m, &ranges));
+    // Warm now: nothing left to read.
+    let (w, wstats) = run(&st, &args(ranges.clone(), true));
+    assert_eq!(w, a);
+    assert_eq!(
+        wstats.reads, 0,
+        "resident pages must not be read: {wstats:?}"
+    );
+    assert!(wstats.resident_pages > 0);
+}
+
+#[test]
+fn page_cache_mode_and_coalesce_threshold_give_identical_results() {
+    let st = store();
+    let m = load_sequential(&st, 2000, 700);
+    let ranges = vec![
+        ScanRange::new(&key(0), &key(300)),
+        ScanRange::new(&key(900), &key(950)),
+        ScanRange::unbounded(&key(1500)),
+    ];
+    let expect = model_scan(&m, &ranges);
+    for mode in [BufferMode::Owned, BufferMode::PageCache] {
+        for thr in [0, 4096, 1 << 20] {
+            st.evict();
+            let a = MultiScanArgs {
+                buffer_mode: mode,
+                io_coalesce_threshold: thr,
+                ..args(ranges.clone(), true)
+            };
+            let (r, stats) = run(&st, &a);
+            assert!(stats.reads > 0);
+            assert_eq!(r, expect, "mode {mode:?} threshold {thr}");
+        }
+    }
+}
+
+#[test]
+fn prefetch_limit_continues_synchronously() {
+    let st = store();
+    let m = load_sequential(&st, 2000, 1000);
+    let ranges = vec![
+        ScanRange::new(&key(0), &key(500)),
+        ScanRange::new(&key(1000), &key(1500)),
+    ];
+    st.evict();
+    let a = MultiScanArgs {
+        max_prefetch_size: 64 << 10,
+        ..args(ranges.clone(), true)
+    };
+    let (r, stats) = run(&st, &a);
+    assert!(stats.prefetch_limited, "{stats:?}");
+    assert!(stats.bytes <= 64 << 10, "{stats:?}");
+    assert_eq!(r, model_scan(&m, &ranges));
+}
+
+#[test]
+fn forced_fallback_gives_identical_results() {
+    let st = store();
+    let m = load_sequential(&st, 1500, 100);
+    let ranges = vec![
+        ScanRange::new(&key(5), &key(50)),
+        ScanRange::unbounded(&key(1000)),
+    ];
+    st.evict();
+    let a = MultiScanArgs {
+        disable_io_uring: true,
+        ..args(ranges.clone(), true)
+    };
+    let (r, stats) = run(&st, &a);
+    assert!(!stats.io_uring);
+    assert_eq!(stats.reads, 0);
+    assert_eq!(r, model_scan(&m, &ranges));
+    let (r2, _) = run(&st, &args(ranges.clone(), true));
+    assert_eq!(r, r2);
+}
+
+#[test]
+fn validation_matches_rocksdb() {
+    let st = store();
+    let bad = [
+        vec![],
+        vec![ScanRange {
+            start: None,
+            limit: None,
+        }],
+        vec![ScanRange::new(b"b", b"a")],
+        vec![ScanRange::new(b"b", b"b")],
+        vec![ScanRange::new(b"c", b"d"), ScanRange::new(b"a", b"b")],
+    ];
+    for r in bad {
+        for a in [true, false] {
+            let res = multiscan::multi_scan(&st.t1, &st.log, &args(r.clone(), a));
+            assert!(
+                matches!(res, Err(vmemkv::Error::InvalidArgument(_))),
+                "{r:?} accepted"
+            );
+        }
+    }
+}
+
+#[test]
+fn read_bounds_intersect_ranges_and_ranges_can_be_abandoned() {
+    let st = store();
+    let m = load_sequential(&st, 500, 50);
+    let ranges = vec![
+        ScanRange::new(&key(0), &key(100)),
+        ScanRange::new(&key(200), &key(300)),
+        ScanRange::unbounded(&key(400)),
+    ];
+    let a = MultiScanArgs {
+        lower_bound: Some(key(50)),
+        upper_bound: Some(key(450)),
+        ..args(ranges, true)
+    };
+    st.evict();
+    let (r, _) = run(&st, &a);
+    let expect = model_scan(
+        &m,
+        &[
+            ScanRange::new(&key(50), &key(100)),
+            ScanRange::new(&key(200), &key(300)),
+            ScanRange::new(&key(400), &key(450)),
+        ],
+    );
+    assert_eq!(r, expect);
+    // Skipping ranges half-read and dropping the scan mid-flight is fine.
+    st.evict();
+    let mut ms = multiscan::multi_scan(&st.t1, &st.log, &a).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ms.next_range().unwrap_or_else(|e| panic!("{e}")));
+    assert!(ms.next_entry().unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(ms.key(), key(50).as_slice());
+    assert!(ms.next_range().unwrap_or_else(|e| panic!("{e}")));
+    assert!(ms.next_entry().unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(ms.value(), m[&key(200)].as_slice());
+    drop(ms);
+}
+
+#[test]
+fn concurrent_writes_never_yield_torn_values() {
+    let st = Arc::new(store());
+    let n = 1500u32;
+    for i in 0..n {
+        st.put(&key(i), &value(&key(i), 0, 64 + (i as usize % 7) * 300));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (st, stop) = (st.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut ver = 1u32;
+            while !stop.load(Ordering::Relaxed) {
+                let i = ver.wrapping_mul(2_654_435_761) % n;
+                let len = 20 + (ver as usize % 11) * 173;
+                if ver.is_multiple_of(13) {
+                    st.delete(&key(i));
+                } else {
+                    st.put(&key(i), &value(&key(i), ver, len));
+                }
+                ver += 1;
+            }
+        })
+    };
+    let readers: Vec<_> = (0..2)
+        .map(|t| {
+            let st = st.clone();
+            std::thread::spawn(move || {
+                let mut checked = 0usize;
+                for round in 0..30u32 {
+                    if round.is_multiple_of(3) {
+                        st.evict();
+                    }
+                    let base = (round * 37 + t * 100) % 1000;
+                    let ranges = vec![
+                        ScanRange::new(&key(base), &key(base + 150)),
+                        ScanRange::new(&key(base + 300), &key(base + 400)),
+                        ScanRange::unbounded(&key(base + 450)),
+                    ];
+                    let (r, _) = run(&st, &args(ranges, round % 2 == 0));
+                    for (k, v) in r.iter().flatten() {
+                        assert!(
+                            check_value(k, v),
+                            "torn value for {:?}",
+                            String::from_utf8_lossy(k)
+                        );
+                        checked += 1;
+                    }
+                }
+                checked
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for r in readers {
+        total += r.join().unwrap_or_else(|_| panic!("reader panicked"));
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap_or_else(|_| panic!("writer panicked"));
+    assert!(total > 1000, "only {total} values checked");
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u32, usize),
+    Del(u32),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u32..400, prop_oneof![0usize..9, 9usize..600, 3000usize..14000]).prop_map(|(k, l)| Op::Put(k, l)),
+        1 => (0u32..400).prop_map(Op::Del),
+    ]
+}
+
+fn ranges() -> impl Strategy<Value = Vec<ScanRange>> {
+    // Starts up to past the last key; limits: none, close, far, or past the end.
+    prop::collection::vec((0u32..460, prop::option::of(1u32..120)), 1..8).prop_map(|mut v| {
+        v.sort_by_key(|x| x.0);
+        v.into_iter()
+            .map(|(s, l)| match l {
+                Some(l) => ScanRange::new(&key(s), &key(s + l)),
+                None => ScanRange::unbounded(&key(s)),
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn async_equals_sync_equals_model(
+        ops in prop::collection::vec(op(), 1..400),
+        rs in ranges(),
+        cold in any::<bool>(),
+        thr in prop_oneof![Just(0u64), Just(16u64 << 10), Just(256u64 << 10)],
+        limit in prop_oneof![Just(0u64), Just(8u64 << 10)],
+        page_cache in any::<bool>(),
+    ) {
+        let st = store();
+        let mut m = BTreeMap::new();
+        for (ver, o) in ops.iter().enumerate() {
+            match *o {
+                Op::Put(k, len) => {
+                    let v = value(&key(k), ver as u32, len);
+                    let v = if len < 9 { v[..len.min(v.len())].to_vec() } else { v };
+                    st.put(&key(k), &v);
+                    m.insert(key(k), v);
+                }
+                Op::Del(k) => {
+                    st.delete(&key(k));
+                    m.remove(&key(k));
+                }
+            }
+        }
+        if cold {
+            st.evict();
+        }
+        let expect = model_scan(&m, &rs);
+        let a = MultiScanArgs {
+            io_coalesce_threshold: thr,
+            max_prefetch_size: limit,
+            buffer_mode: if page_cache { BufferMode::PageCache } else { BufferMode::Owned },
+            ..args(rs.clone(), true)
+        };
+        let (got_async, _) = run(&st, &a);
+        prop_assert_eq!(&got_async, &expect);
+        let (got_sync, _) = run(&st, &args(rs.clone(), false));
+        prop_assert_eq!(&got_sync, &expect);
+        let (got_fb, _) = run(&st, &MultiScanArgs { disable_io_uring: true, ..a });
+        prop_assert_eq!(&got_fb, &expect);
+    }
+}
+
+#[test]
+fn unbounded_ranges_refill_across_windows() {
+    let st = store();
+    let n = (multiscan::UNBOUNDED_WINDOW * 5) as u32;
+    let m = load_sequential(&st, n, 200);
+    let ranges = vec![
+        ScanRange::new(&key(0), &key(3)),
+        ScanRange::unbounded(&key(7)),
+    ];
+    st.evict();
+    let (r, stats) = run(&st, &args(ranges.clone(), true));
+    assert_eq!(r, model_scan(&m, &ranges));
+    // Later windows were prefetched too (read, or already resident thanks
+    // to the kernel's sequential readahead), not read synchronously.
+    assert!(stats.reads >= 2, "{stats:?}");
+    let covered = stats.bytes as usize + stats.resident_pages as usize * 4096;
+    assert!(covered >= (n as usize - 7) * 200, "{stats:?}");
+}
+
+#[test]
+fn scans_are_send_so_adapters_can_box_them() {
+    fn assert_send<T: Send>() {}
+    assert_send::<multiscan::MultiScanIter<'static>>();
+}
+
+/// Runs in a child process with `VMEMKV_DISABLE_IO_URING=1` (the variable
+/// is read once per process): the async request takes the sync path.
+#[test]
+fn env_var_forces_the_fallback() {
+    if std::env::var_os(multiscan::fallback::DISABLE_ENV).is_some() {
+        let st = store();
+        let m = load_sequential(&st, 800, 300);
+        let ranges = vec![
+            ScanRange::new(&key(3), &key(90)),
+            ScanRange::unbounded(&key(700)),
+        ];
+        st.evict();
+        let (r, stats) = run(&st, &args(ranges.clone(), true));
+        assert!(!stats.io_uring, "{stats:?}");
+        assert_eq!(r, model_scan(&m, &ranges));
+        return;
+    }
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "env_var_forces_the_fallback", "--nocapture"])
+        .env(multiscan::fallback::DISABLE_ENV, "1")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "child failed: {text}");
+    assert!(text.contains("1 passed"), "child ran nothing: {text}");
+}
+
+/// After a warm scan the next one on the thread probes only a sample of
+/// its windows; a cold sample clears the hint, so the scan after plans
+/// every window again. Results are the same throughout.
+#[test]
+fn warm_hint_recovers_when_the_cache_goes_cold() {
+    let st = store();
+    let m = load_sequential(&st, 3000, 300);
+    let ranges: Vec<ScanRange> = (0..15)
+        .map(|i| ScanRange::new(&key(i * 190), &key(i * 190 + 40)))
+        .collect();
+    let expect = model_scan(&m, &ranges);
+    st.evict();
+    let (r, full) = run(&st, &args(ranges.clone(), true));
+    assert_eq!(r, expect);
+    assert!(full.reads >= 8, "{full:?}");
+    let (r, warm) = run(&st, &args(ranges.clone(), true));
+    assert_eq!(r, expect);
+    assert_eq!(warm.reads, 0, "{warm:?}");
+    st.evict();
+    let (r, sampled) = run(&st, &args(ranges.clone(), true));
+    assert_eq!(r, expect);
+    assert!(
+        sampled.reads >= 1 && sampled.reads < full.reads,
+        "{sampled:?} vs {full:?}"
+    );
+    st.evict();
+    let (r, again) = run(&st, &args(ranges.clone(), true));
+    assert_eq!(r, expect);
+    assert_eq!(again.reads, full.reads, "{again:?} vs {full:?}");
+}

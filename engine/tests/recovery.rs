@@ -1,0 +1,233 @@
+//! Recovery: torn tails, flipped bytes, in-flight holes, checkpoints.
+
+mod common;
+
+use common::*;
+use vmemkv::{Db, Error, WriteOptions};
+
+fn fill(db: &Db, from: u64, to: u64, len: usize) {
+    for i in from..to {
+        db.put_opt(&WriteOptions::default(), &key(i), &value(i, 0, len))
+            .unwrap_or_else(|e| panic!("put: {e}"));
+    }
+}
+
+fn check(db: &Db, from: u64, to: u64, len: usize) {
+    for i in from..to {
+        assert_eq!(
+            db.get(&key(i)).unwrap_or_else(|e| panic!("get: {e}")),
+            Some(value(i, 0, len)),
+            "key {i}"
+        );
+    }
+}
+
+#[test]
+fn recovery_without_checkpoint_replays_everything() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 3000, 700); // spans several 1 MiB segments
+        db.delete(&key(5)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(!dir.path().join("MANIFEST").exists());
+    let db = open(dir.path());
+    check(&db, 0, 5, 700);
+    check(&db, 6, 3000, 700);
+    assert_eq!(db.get(&key(5)).ok().flatten(), None);
+    assert!(db.statistics().t2_segments >= 2);
+    assert!(info_log(dir.path()).contains("replayed 3001 records"));
+}
+
+#[test]
+fn recovery_with_checkpoint_replays_only_the_tail() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 2000, 500);
+        db.checkpoint().unwrap_or_else(|e| panic!("{e}"));
+        fill(&db, 2000, 2100, 500);
+        db.delete(&key(1)).unwrap_or_else(|e| panic!("{e}"));
+        db.put(&key(2), b"new").unwrap_or_else(|e| panic!("{e}"));
+    }
+    let db = open(dir.path());
+    check(&db, 3, 2100, 500);
+    assert_eq!(db.get(&key(1)).ok().flatten(), None);
+    assert_eq!(db.get(&key(2)).ok().flatten(), Some(b"new".to_vec()));
+    let log = info_log(dir.path());
+    assert!(
+        log.contains("loaded checkpoint CHECKPOINT-00000001.t1 (2000 entries"),
+        "{log}"
+    );
+    assert!(log.contains("replayed 102 records"), "{log}");
+    drop(db);
+    // Checkpoint again right after open: the replay is now empty.
+    let db = open(dir.path());
+    db.checkpoint().unwrap_or_else(|e| panic!("{e}"));
+    drop(db);
+    let db = open(dir.path());
+    check(&db, 3, 2100, 500);
+    assert!(info_log(dir.path()).contains("replayed 0 records"));
+}
+
+#[test]
+fn torn_tail_is_truncated_and_logged() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 100, 300);
+    }
+    let seg = seg_path(dir.path(), 0);
+    let offs = record_offsets(&seg);
+    assert_eq!(offs.len(), 100);
+    let last = offs[99];
+    // A partial write: the end of the last record's body never made it.
+    zero_range(&seg, last + 100, 200);
+    {
+        let db = open(dir.path());
+        check(&db, 0, 99, 300);
+        assert_eq!(db.get(&key(99)).ok().flatten(), None);
+        assert!(
+            info_log(dir.path()).contains(&format!("torn tail in 00000000.seg at offset {last}"))
+        );
+        // New writes land where the torn record was and survive a reopen.
+        fill(&db, 1000, 1010, 300);
+    }
+    let db = open(dir.path());
+    check(&db, 0, 99, 300);
+    check(&db, 1000, 1010, 300);
+}
+
+#[test]
+fn flipped_byte_in_the_last_record_header_is_a_torn_tail() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 50, 20);
+    }
+    let seg = seg_path(dir.path(), 0);
+    let offs = record_offsets(&seg);
+    flip_byte(&seg, offs[49] + 30); // inside the LSN field
+    let db = open(dir.path());
+    check(&db, 0, 49, 20);
+    assert_eq!(db.get(&key(49)).ok().flatten(), None);
+}
+
+#[test]
+fn flipped_byte_mid_segment_is_corruption_naming_file_and_offset() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 50, 200);
+    }
+    let seg = seg_path(dir.path(), 0);
+    let offs = record_offsets(&seg);
+    flip_byte(&seg, offs[10] + 60); // body of record 10
+    match Db::open(dir.path(), opts()) {
+        Err(Error::Corruption(m)) => {
+            assert!(m.contains("00000000.seg"), "{m}");
+            assert!(m.contains(&format!("offset {}", offs[10])), "{m}");
+        }
+        other => panic!("expected corruption, got {:?}", other.err()),
+    }
+    assert!(info_log(dir.path()).contains("recovery failed"));
+}
+
+#[test]
+fn corruption_before_a_later_segment_is_reported() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 3000, 700);
+    }
+    let seg = seg_path(dir.path(), 0);
+    let offs = record_offsets(&seg);
+    let last = *offs.last().unwrap_or(&0);
+    flip_byte(&seg, last + 50);
+    assert!(
+        matches!(Db::open(dir.path(), opts()), Err(Error::Corruption(m)) if m.contains("00000000.seg"))
+    );
+}
+
+#[test]
+fn write_in_flight_at_crash_is_skipped() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 30, 100);
+    }
+    let seg = seg_path(dir.path(), 0);
+    let offs = record_offsets(&seg);
+    // Record 10's commit word never got stored: the writer died mid-write.
+    zero_range(&seg, offs[10], 8);
+    let db = open(dir.path());
+    check(&db, 0, 10, 100);
+    check(&db, 11, 30, 100);
+    assert_eq!(db.get(&key(10)).ok().flatten(), None);
+    assert!(info_log(dir.path()).contains(&format!("offset {}: a write in flight", offs[10])));
+}
+
+#[test]
+fn corrupt_checkpoint_falls_back_to_full_replay() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 500, 64);
+        db.checkpoint().unwrap_or_else(|e| panic!("{e}"));
+        fill(&db, 500, 600, 64);
+    }
+    let snap = dir.path().join("CHECKPOINT-00000001.t1");
+    flip_byte(&snap, 100);
+    let db = open(dir.path());
+    check(&db, 0, 600, 64);
+    let log = info_log(dir.path());
+    assert!(log.contains("falling back to a full log replay"), "{log}");
+    assert!(log.contains("CHECKPOINT-00000001.t1 offset"), "{log}");
+}
+
+#[test]
+fn corrupt_checkpoint_without_full_log_is_corruption() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 3000, 700);
+        for i in 0..3000 {
+            db.delete(&key(i)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        fill(&db, 5000, 5010, 700);
+        let rep = db.defragment().unwrap_or_else(|e| panic!("{e}"));
+        assert!(rep.retired_segments.contains(&0), "{rep:?}");
+    }
+    let m = std::fs::read_to_string(dir.path().join("MANIFEST")).unwrap_or_default();
+    let snap = m
+        .lines()
+        .find_map(|l| l.strip_prefix("snapshot="))
+        .unwrap_or_default()
+        .to_string();
+    flip_byte(&dir.path().join(&snap), 20);
+    match Db::open(dir.path(), opts()) {
+        Err(Error::Corruption(msg)) => assert!(msg.contains(&snap), "{msg}"),
+        other => panic!("expected corruption, got {:?}", other.err()),
+    }
+    // A corrupt MANIFEST is reported the same way.
+    let mpath = dir.path().join("MANIFEST");
+    flip_byte(&mpath, 5);
+    assert!(
+        matches!(Db::open(dir.path(), opts()), Err(Error::Corruption(msg)) if msg.contains("MANIFEST"))
+    );
+}
+
+#[test]
+fn missing_segment_after_checkpoint_is_corruption() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 100, 700);
+        db.checkpoint().unwrap_or_else(|e| panic!("{e}"));
+        fill(&db, 100, 3000, 700);
+    }
+    std::fs::remove_file(seg_path(dir.path(), 1)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(Db::open(dir.path(), opts()), Err(Error::Corruption(m)) if m.contains("00000001.seg") || m.contains("00000000.seg"))
+    );
+}

@@ -9,5 +9,6 @@
 
 pub mod conformance;
 pub mod crash;
+pub mod faults;
 pub mod fuzzing;
 pub mod model;

@@ -9,8 +9,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-#[cfg(not(feature = "rocksdb"))]
-use crate::flag_table::ROCKSDB_FORWARDED;
 use crate::flag_table::{
     FlagDef, FlagType, ALIASES, GENERIC_FLAGS, PORT_FLAGS, PORT_HELP, ROCKSDB_FLAGS,
     UNSUPPORTED_FLAGS,
@@ -89,18 +87,10 @@ pub fn classify(name: &str) -> FlagClass {
     }
 }
 
-/// The option keys the RocksDB adapter takes: its own list when it is
-/// compiled in, else this crate's copy (used for `--help` only, since the
-/// rocksdb engine cannot be opened without the feature).
+/// The option keys the RocksDB adapter takes (the list is compiled in every
+/// build, so `--help` can show it without the `rocksdb` feature).
 pub fn rocksdb_option_keys() -> &'static [&'static str] {
-    #[cfg(feature = "rocksdb")]
-    {
-        vmemkv_compat::engines::rocksdb::ROCKSDB_OPTION_KEYS
-    }
-    #[cfg(not(feature = "rocksdb"))]
-    {
-        ROCKSDB_FORWARDED
-    }
+    vmemkv_compat::engines::rocksdb_keys::ROCKSDB_OPTION_KEYS
 }
 
 /// Whether a flag is forwarded to the RocksDB adapter.

@@ -5,4 +5,5 @@
 pub mod lmdb;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
+pub mod rocksdb_keys;
 pub mod vmemkv;

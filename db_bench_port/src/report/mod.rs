@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use matrix::{Scale, Scenario, Variant, Workload, THREADS};
+use matrix::{Scale, Scenario, Variant, Workload};
 
 /// Settings of one report run.
 #[derive(Debug, Clone)]
@@ -94,8 +94,10 @@ pub struct Results {
     pub engines: Vec<(String, String)>,
     /// How each scenario was scaled.
     pub scenarios: Vec<(String, String)>,
-    /// Seconds per run and repeats per cell.
+    /// Seconds per run (0: bounded by operation count instead).
     pub run_secs: u64,
+    /// Thread counts measured.
+    pub threads: Vec<usize>,
     /// Repeats per cell.
     pub repeats: usize,
     /// Memory-limit status: which cgroup version, or why none.
@@ -188,7 +190,7 @@ impl Progress {
 }
 
 fn base_args(sc: &Scenario, db: &Path, engine: &str) -> Vec<String> {
-    vec![
+    let mut args = vec![
         format!("--engine={engine}"),
         format!("--db={}", db.display()),
         format!("--num={}", sc.keys),
@@ -196,7 +198,21 @@ fn base_args(sc: &Scenario, db: &Path, engine: &str) -> Vec<String> {
         format!("--value_size={}", sc.value_size),
         "--compression_ratio=1".into(),
         "--compression_type=none".into(),
-    ]
+    ];
+    if let (Some(limit), "rocksdb" | "blobdb") = (sc.mem_limit, engine) {
+        // The original ran 256 MiB memtables in a 1 GiB budget; keep that
+        // proportion, or the memtables alone exceed the cgroup and the
+        // kernel OOM-kills RocksDB.
+        args.push(format!("--write_buffer_size={}", rival_write_buffer(limit)));
+        args.push("--max_write_buffer_number=2".into());
+    }
+    args
+}
+
+/// RocksDB's write buffer in a memory-limited scenario: a quarter of the
+/// limit, as 256 MiB is of the original's 1 GiB.
+pub fn rival_write_buffer(mem_limit: u64) -> u64 {
+    mem_limit / 4
 }
 
 fn corpus_dir(cfg: &Config, sc: &Scenario, v: &Variant) -> PathBuf {
@@ -214,10 +230,11 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         .into_iter()
         .filter(|s| cfg.only_scenarios.is_empty() || cfg.only_scenarios.iter().any(|o| o == s.name))
         .collect();
-    let variants = matrix::variants(cfg.with_rivals);
+    let variants = matrix::variants(cfg.scale, cfg.with_rivals);
+    let thread_counts = matrix::threads(cfg.scale);
     let workloads = matrix::workloads();
-    let max_threads = THREADS[THREADS.len() - 1];
-    let runs_per_scenario: usize = THREADS
+    let max_threads = thread_counts.iter().copied().max().unwrap_or(1);
+    let runs_per_scenario: usize = thread_counts
         .iter()
         .map(|&t| {
             variants
@@ -245,6 +262,7 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
             .map(|s| (s.name.to_string(), s.scaling.to_string()))
             .collect(),
         run_secs,
+        threads: thread_counts.clone(),
         repeats,
         cgroup: String::new(),
         runs: Vec::new(),
@@ -281,7 +299,7 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
             load_corpora(cfg, sc, &variants)?;
         }
         for wl in &workloads {
-            for &threads in &THREADS {
+            for &threads in &thread_counts {
                 for rep in 0..repeats {
                     for v in variants
                         .iter()

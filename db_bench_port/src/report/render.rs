@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 
 use plotters::prelude::*;
 
-use super::matrix::THREADS;
 use super::stats::{self, verdict};
 use super::{Results, Run};
 
@@ -69,7 +68,7 @@ impl Cell {
 /// The winner cell for a scenario and workload, at the largest thread count
 /// measured.
 pub fn winner_cell(results: &Results, m: &Medians, scenario: &str, workload: &str) -> Cell {
-    let threads = THREADS[THREADS.len() - 1];
+    let threads = max_threads(results);
     let pick = |vmemkv: bool| {
         let cands: Vec<(String, f64)> = results
             .runs
@@ -99,6 +98,11 @@ pub fn winner_cell(results: &Results, m: &Medians, scenario: &str, workload: &st
         vmemkv: pick(true),
         rival: pick(false),
     }
+}
+
+/// The largest thread count measured: where the winner table compares.
+pub fn max_threads(results: &Results) -> usize {
+    results.threads.iter().copied().max().unwrap_or(1)
 }
 
 fn fmt_ops(x: f64) -> String {
@@ -174,7 +178,9 @@ fn fairness_md(results: &Results) -> String {
         "* Every engine gets the same db_bench key and value generator (16-byte keys, incompressible values: \
          `--compression_ratio=1`), the same durability (`sync=false`, WAL on), and no compression.\n\
          * Rivals use the original benchmark's settings adjusted to this machine (RocksDB: 256 MiB write buffers, \
-         leveled compaction, background jobs = cores; BlobDB: `min_blob_size=256`, blob GC on; LMDB: write map).\n\
+         leveled compaction, background jobs = cores; BlobDB: `min_blob_size=256`, blob GC on; LMDB: write map). \
+         In larger-than-memory scenarios RocksDB's write buffer is a quarter of the memory limit (two at most), \
+         the original's 256 MiB-in-1 GiB proportion, so its memtables fit the cgroup.\n\
          * The page cache is dropped the same way (`/proc/sys/vm/drop_caches`) before every cold and every LTM run.\n\
          * Runs of different engines are interleaved within each cell and repeated; the median is reported.\n\
          * All vmemkv variants read the same loaded corpus; each rival loads its own with `fillseq`.\n\
@@ -224,7 +230,7 @@ pub fn markdown(results: &Results) -> String {
     let _ = writeln!(
         s,
         "## Winner table\n\nBest vmemkv variant against the fastest rival at {} threads. WIN = at least 1.1x, LOSE = below 1/1.1x.\n",
-        THREADS[THREADS.len() - 1]
+        max_threads(results)
     );
     s.push_str(&winner_table_md(results));
     s.push('\n');
@@ -424,7 +430,8 @@ pub fn html(results: &Results) -> String {
             let series: Vec<(String, Vec<(f64, f64)>)> = variants
                 .iter()
                 .map(|v| {
-                    let pts: Vec<(f64, f64)> = THREADS
+                    let pts: Vec<(f64, f64)> = results
+                        .threads
                         .iter()
                         .filter_map(|&t| {
                             m.get(&(sc.to_string(), w.to_string(), t, v.to_string()))
@@ -454,7 +461,7 @@ pub fn html(results: &Results) -> String {
             .filter(|r| {
                 &r.scenario == sc && r.workload == "YCSB-E" && r.rep == 0 && !r.timeline.is_empty()
             })
-            .filter(|r| r.threads == THREADS[THREADS.len() - 1])
+            .filter(|r| r.threads == max_threads(results))
             .map(|r| (r.variant.clone(), r.timeline.clone()))
             .collect();
         if !series.is_empty() {
@@ -471,7 +478,7 @@ pub fn html(results: &Results) -> String {
         s,
         "<h2>MultiScan: async against sync (cold cache)</h2><div class=charts>"
     );
-    let t = THREADS[THREADS.len() - 1];
+    let t = max_threads(results);
     for sc in &scenarios {
         let groups: Vec<(String, Vec<(String, f64)>)> = variants
             .iter()
@@ -557,6 +564,7 @@ mod tests {
             engines: vec![],
             scenarios: vec![],
             run_secs: 1,
+            threads: vec![1, 4],
             repeats: 3,
             cgroup: String::new(),
             runs,

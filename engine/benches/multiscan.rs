@@ -83,7 +83,13 @@ fn load(dir: &std::path::Path, n: u64, random: bool) -> Store {
         }
         let k = key(i);
         let a = log
-            .append(Kind::Batch, 1, None, 0, &[&k, &v])
+            .append(
+                Kind::Batch,
+                1,
+                None,
+                0,
+                &[&k, &crc32c::crc32c(&v).to_le_bytes(), &v],
+            )
             .unwrap_or_else(|e| panic!("{e}"));
         t1.upsert(
             &k,
@@ -91,7 +97,7 @@ fn load(dir: &std::path::Path, n: u64, random: bool) -> Store {
                 seq: a.lsn,
                 payload: Payload::Stored(Locator {
                     segment: a.seg.id,
-                    offset: (a.body_off + k.len()) as u32,
+                    offset: (a.body_off + k.len() + 4) as u32,
                     len: v.len() as u32,
                 }),
             },

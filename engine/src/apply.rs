@@ -113,7 +113,10 @@ pub(crate) fn relocation_old(h: &Header) -> Locator {
     Locator {
         segment: (h.extra >> 32) as u32,
         offset: h.extra as u32,
-        len: h.body_len - h.count_or_key_len,
+        len: h
+            .body_len
+            .saturating_sub(h.count_or_key_len)
+            .saturating_sub(crate::value_crc::VALUE_CRC_LEN as u32),
     }
 }
 
@@ -144,7 +147,7 @@ pub(crate) fn replay_record(
             let old = relocation_old(h);
             let new = Locator {
                 segment: seg_id,
-                offset: (body_off + kl) as u32,
+                offset: (body_off + kl + crate::value_crc::VALUE_CRC_LEN) as u32,
                 len: old.len,
             };
             if t1.relocate(key, h.seq, old, new) {

@@ -4,6 +4,7 @@
 
 /// Tag of a put sub-operation.
 pub(crate) const OP_PUT: u8 = 1;
+use crate::value_crc::VALUE_CRC_LEN;
 /// Tag of a delete sub-operation.
 pub(crate) const OP_DELETE: u8 = 2;
 /// Tag of a range-delete sub-operation.
@@ -74,6 +75,8 @@ impl WriteBatch {
         self.push_len(key.len());
         self.push_len(value.len());
         self.rep.extend_from_slice(key);
+        self.rep
+            .extend_from_slice(&crc32c::crc32c(value).to_le_bytes());
         self.rep.extend_from_slice(value);
         self.count += 1;
         self.max_key = self.max_key.max(key.len());
@@ -169,6 +172,9 @@ impl<'a> BatchIter<'a> {
                 let kl = self.len_at()?;
                 let vl = self.len_at()?;
                 let (key, _) = self.bytes(kl)?;
+                // The value's own crc32c sits just before it (see
+                // `crate::value_crc`), so a locator's `offset - 4` holds it.
+                self.bytes(VALUE_CRC_LEN)?;
                 let (value, value_offset) = self.bytes(vl)?;
                 Some(BatchOp::Put {
                     key,

@@ -331,9 +331,16 @@ impl Db {
 
     /// Reads `key` into `out` (cleared first); returns whether it exists.
     /// Stored values are copied straight from the mapping, with no
-    /// allocation when `out` has capacity.
+    /// allocation when `out` has capacity. The value's checksum is
+    /// verified; a mismatch is `Corruption` naming the segment file.
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        self.inner.get_into(key, out)
+        self.inner.get_into(key, out, true)
+    }
+
+    /// [`Db::get_into`] with checksum verification chosen by the caller
+    /// (`verify = false` trades detection of media corruption for speed).
+    pub fn get_into_opt(&self, key: &[u8], out: &mut Vec<u8>, verify: bool) -> Result<bool> {
+        self.inner.get_into(key, out, verify)
     }
 
     /// Reads `key`.
@@ -355,7 +362,9 @@ impl Db {
         h[0] = OP_PUT;
         h[1..5].copy_from_slice(&(key.len() as u32).to_le_bytes());
         h[5..9].copy_from_slice(&(value.len() as u32).to_le_bytes());
-        self.inner.commit(wo, &[&h, key, value], 1, Keys::One(key))
+        let crc = crc32c::crc32c(value).to_le_bytes();
+        self.inner
+            .commit(wo, &[&h, key, &crc, value], 1, Keys::One(key))
     }
 
     /// Removes `key` (`sync = false`); removing a missing key succeeds.
@@ -400,9 +409,15 @@ impl Db {
         self.inner.commit(wo, &[&batch.rep], batch.count, keys)
     }
 
-    /// A cursor over live entries within `bounds`.
+    /// A cursor over live entries within `bounds`; each stored value's
+    /// checksum is verified when the cursor lands on it.
     pub fn iter(&self, bounds: Bounds) -> Iter<'_> {
-        Iter::new(&self.inner, bounds)
+        Iter::new(&self.inner, bounds, true)
+    }
+
+    /// [`Db::iter`] with checksum verification chosen by the caller.
+    pub fn iter_opt(&self, bounds: Bounds, verify: bool) -> Iter<'_> {
+        Iter::new(&self.inner, bounds, verify)
     }
 
     /// Persists a T1 snapshot and a MANIFEST so that recovery replays only
@@ -597,7 +612,7 @@ impl Inner {
         Ok(())
     }
 
-    pub(crate) fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    pub(crate) fn get_into(&self, key: &[u8], out: &mut Vec<u8>, verify: bool) -> Result<bool> {
         out.clear();
         // A value relocated by defragment may have its old segment retired
         // between the index lookup and the read; the retry then finds the
@@ -617,7 +632,14 @@ impl Inner {
                     let pread = len >= self.opts.pread_min_bytes;
                     let res = self.log.with_segment(l.segment, |seg| {
                         if pread {
-                            return seg.pread_into(off, len, out);
+                            seg.pread_into(off, len, out)?;
+                            if verify {
+                                if let Err(e) = crate::value_crc::verify(seg, off, out) {
+                                    out.clear();
+                                    return Err(e);
+                                }
+                            }
+                            return Ok(());
                         }
                         let b = seg.bytes(off, len).ok_or_else(|| {
                             Error::Corruption(format!(
@@ -625,6 +647,9 @@ impl Inner {
                                 seg.path.display()
                             ))
                         })?;
+                        if verify {
+                            crate::value_crc::verify(seg, off, b)?;
+                        }
                         out.extend_from_slice(b);
                         Ok(())
                     });

@@ -62,11 +62,13 @@ pub struct Iter<'a> {
     valid: bool,
     value: Value,
     err: Option<Error>,
+    verify: bool,
 }
 
 impl<'a> Iter<'a> {
-    pub(crate) fn new(inner: &'a Inner, bounds: Bounds) -> Self {
+    pub(crate) fn new(inner: &'a Inner, bounds: Bounds, verify: bool) -> Self {
         Iter {
+            verify,
             inner,
             cur: inner.t1.cursor(),
             bounds,
@@ -213,7 +215,7 @@ impl<'a> Iter<'a> {
                 Payload::Tombstone => return Some(false),
                 Payload::Stored(l) => {
                     if let Some(seg) = self.inner.log.segment(l.segment) {
-                        if seg.bytes(l.offset as usize, l.len as usize).is_none() {
+                        let Some(b) = seg.bytes(l.offset as usize, l.len as usize) else {
                             self.err = Some(Error::Corruption(format!(
                                 "{} offset {} (+{}): value lies outside the file",
                                 seg.path.display(),
@@ -221,6 +223,12 @@ impl<'a> Iter<'a> {
                                 l.len
                             )));
                             return None;
+                        };
+                        if self.verify {
+                            if let Err(e) = crate::value_crc::verify(&seg, l.offset as usize, b) {
+                                self.err = Some(e);
+                                return None;
+                            }
                         }
                         self.value = Value::Stored {
                             seg,

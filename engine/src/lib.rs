@@ -24,6 +24,7 @@ mod stripes;
 pub mod t1;
 mod t1_stats;
 pub mod t2;
+mod value_crc;
 
 pub use batch::WriteBatch;
 pub use db::{Db, WriteOptions};

@@ -48,11 +48,17 @@ impl Store {
     fn put(&self, k: &[u8], v: &[u8]) {
         let a = self
             .log
-            .append(Kind::Batch, 1, None, 0, &[k, v])
+            .append(
+                Kind::Batch,
+                1,
+                None,
+                0,
+                &[k, &crc32c::crc32c(v).to_le_bytes(), v],
+            )
             .unwrap_or_else(|e| panic!("{e}"));
         let payload = Payload::inline(v).unwrap_or(Payload::Stored(Locator {
             segment: a.seg.id,
-            offset: (a.body_off + k.len()) as u32,
+            offset: (a.body_off + k.len() + 4) as u32,
             len: v.len() as u32,
         }));
         self.t1.upsert(

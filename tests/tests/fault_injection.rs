@@ -86,7 +86,6 @@ fn vmemkv_fault_campaign() {
 
 /// Strict form of the campaign: no violation of any kind.
 #[test]
-#[ignore = "engine bug: values read via checkpoint locators are not checksummed (bit flips returned as data)"]
 fn vmemkv_fault_campaign_strict() {
     assert_no_violations(&campaign(EngineKind::Vmemkv, vmemkv_opts(), cases(400)));
 }
@@ -213,7 +212,6 @@ fn vmemkv_damaged_first_segment_is_reported_with_offset() {
 /// re-verify its record) is returned by `get` as if it had been written.
 /// Expected: `Corruption` naming the segment and offset, or the value lost.
 #[test]
-#[ignore = "engine bug: engine/src/db.rs Inner::get_into and load_checkpoint never verify record checksums below the checkpoint LSN"]
 fn vmemkv_bit_flip_below_checkpoint_is_not_returned() {
     let dir = scratch();
     let tpl = dir.path().join("tpl");

@@ -188,8 +188,10 @@ impl Db for VmemkvDb {
         }
     }
 
-    fn get_into(&self, _opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        self.db.get_into(key, out).map_err(map_err)
+    fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.db
+            .get_into_opt(key, out, opts.verify_checksums)
+            .map_err(map_err)
     }
 
     fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
@@ -218,7 +220,7 @@ impl Db for VmemkvDb {
             opts.iterate_upper_bound.as_deref(),
         );
         Ok(Box::new(VIter {
-            it: self.db.iter(bounds),
+            it: self.db.iter_opt(bounds, opts.verify_checksums),
         }))
     }
 
@@ -247,6 +249,7 @@ impl Db for VmemkvDb {
             max_prefetch_size: args.max_prefetch_size,
             lower_bound: opts.iterate_lower_bound.clone(),
             upper_bound: opts.iterate_upper_bound.clone(),
+            verify_checksums: opts.verify_checksums,
             ..Default::default()
         };
         let it = self.db.multi_scan(&native).map_err(map_err)?;

@@ -20,6 +20,7 @@ use crate::stats::Counters;
 use crate::t2::record::{split_lsn, Kind, HEADER_LEN};
 use crate::t2::scan;
 use crate::t2::segment::{self, Segment};
+use crate::value_crc::VALUE_CRC_LEN;
 
 /// What one defragment cycle did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,7 +59,7 @@ fn candidates(inner: &Inner) -> Vec<Arc<Segment>> {
 }
 
 /// Moves one value if T1 still points at `(seg, off)` for `key`.
-fn maybe_move(inner: &Inner, key: &[u8], value: &[u8], seg: u32, off: usize) -> Result<u64> {
+fn maybe_move(inner: &Inner, key: &[u8], value: &[u8], seg: &Segment, off: usize) -> Result<u64> {
     let Some(e) = inner.t1.get(key) else {
         return Ok(0);
     };
@@ -71,16 +72,20 @@ fn move_entry(
     inner: &Inner,
     key: &[u8],
     value: &[u8],
-    seg: u32,
+    segment: &Segment,
     off: usize,
     e: crate::index::Entry,
 ) -> Result<u64> {
+    let seg = segment.id;
     let Payload::Stored(old) = e.payload else {
         return Ok(0);
     };
+
     if old.segment != seg || old.offset as usize != off || old.len as usize != value.len() {
         return Ok(0);
     }
+    // Copying a damaged value would give it a fresh, valid checksum.
+    let crc = crate::value_crc::verify(segment, off, value)?;
     let _g = inner.gate.read();
     let extra = (u64::from(seg) << 32) | off as u64;
     let a = inner.log.append(
@@ -88,11 +93,11 @@ fn move_entry(
         key.len() as u32,
         Some(e.seq),
         extra,
-        &[key, value],
+        &[key, &crc.to_le_bytes(), value],
     )?;
     let new = Locator {
         segment: a.seg.id,
-        offset: (a.body_off + key.len()) as u32,
+        offset: (a.body_off + key.len() + crate::value_crc::VALUE_CRC_LEN) as u32,
         len: old.len,
     };
     let bytes = (key.len() + value.len()) as u64;
@@ -129,7 +134,7 @@ fn compact(inner: &Inner, seg: &Segment, rep: &mut DefragReport) -> Result<()> {
                         value_offset,
                     } = op
                     {
-                        let n = maybe_move(inner, key, value, seg.id, body_off + value_offset)?;
+                        let n = maybe_move(inner, key, value, seg, body_off + value_offset)?;
                         rep.moved_values += u64::from(n > 0);
                         rep.moved_bytes += n;
                     }
@@ -138,9 +143,10 @@ fn compact(inner: &Inner, seg: &Segment, rep: &mut DefragReport) -> Result<()> {
             Kind::Relocation => {
                 let kl = f.header.count_or_key_len as usize;
                 let old = relocation_old(&f.header);
-                let (key, value) = body.split_at(kl.min(body.len()));
+                let (key, rest) = body.split_at(kl.min(body.len()));
+                let value = rest.get(VALUE_CRC_LEN..).unwrap_or_default();
                 debug_assert_eq!(old.len as usize, value.len());
-                let n = maybe_move(inner, key, value, seg.id, body_off + kl)?;
+                let n = maybe_move(inner, key, value, seg, body_off + kl + VALUE_CRC_LEN)?;
                 rep.moved_values += u64::from(n > 0);
                 rep.moved_bytes += n;
             }
@@ -200,8 +206,7 @@ fn compact_by_index_walk(
                 }
                 if let Some(s) = &seg {
                     if let Some(value) = s.bytes(l.offset as usize, l.len as usize) {
-                        let n =
-                            move_entry(inner, cur.key(), value, l.segment, l.offset as usize, e)?;
+                        let n = move_entry(inner, cur.key(), value, s, l.offset as usize, e)?;
                         rep.moved_values += u64::from(n > 0);
                         rep.moved_bytes += n;
                     }

@@ -136,6 +136,9 @@ pub struct MultiScanArgs {
     pub disable_io_uring: bool,
     /// Where prefetched bytes go.
     pub buffer_mode: BufferMode,
+    /// Check each stored value's checksum as the scan reaches it
+    /// (`ReadOptions::verify_checksums`); a mismatch is `Corruption`.
+    pub verify_checksums: bool,
 }
 
 impl Default for MultiScanArgs {
@@ -149,6 +152,7 @@ impl Default for MultiScanArgs {
             upper_bound: None,
             disable_io_uring: false,
             buffer_mode: BufferMode::Owned,
+            verify_checksums: true,
         }
     }
 }
@@ -245,6 +249,7 @@ pub struct MultiScanIter<'a> {
     started: bool,
     /// Index in the current window of the current entry.
     at: Option<usize>,
+    verify: bool,
 }
 
 fn max_lower(a: &[u8], b: Option<&[u8]>) -> Vec<u8> {
@@ -312,6 +317,7 @@ pub fn multi_scan<'a>(t1: &'a T1, log: &'a Log, args: &MultiScanArgs) -> Result<
         idx: 0,
         started: false,
         at: None,
+        verify: args.verify_checksums,
     };
     if ms.io.is_some() {
         for r in 0..ms.ranges.len() {
@@ -463,6 +469,21 @@ impl<'a> MultiScanIter<'a> {
             if ext != NO_EXT {
                 for id in ext..=ext_last {
                     io.reader.wait(id as usize);
+                }
+            }
+        }
+        if self.verify {
+            if let Some(Item {
+                val: Val::Stored { seg, off, .. },
+                ..
+            }) = item
+            {
+                if let Some(s) = self.segs.segs.get(seg as usize) {
+                    if let Err(e) = crate::value_crc::verify(s, off as usize, self.value()) {
+                        // Never expose the damaged bytes.
+                        self.at = None;
+                        return Err(e);
+                    }
                 }
             }
         }

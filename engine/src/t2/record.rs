@@ -7,8 +7,9 @@ pub const ALIGN: usize = 16;
 pub const HEADER_LEN: usize = 48;
 /// `"VMKV"` read as a little-endian u32.
 pub const MAGIC: u32 = 0x564B_4D56;
-/// Format version stored in every header.
-pub const VERSION: u8 = 1;
+/// Format version stored in every header. 2: stored values carry their own
+/// crc32c just before the value bytes (version 1 had none).
+pub const VERSION: u8 = 2;
 
 /// What a record holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! * [`flags`]: gflags-compatible parsing over every db_bench flag.
 //! * [`keys`], [`random`]: keys, values and random streams byte-identical
 //!   to db_bench's.
-//! * [`workloads`]: the benchmark bodies; [`bench`]: the driver.
+//! * [`workloads`]: the benchmark bodies; [`mod@bench`]: the driver.
 //! * [`histogram`], [`stats`]: RocksDB's histogram and result line.
 #![deny(missing_docs)]
 #![deny(clippy::unwrap_used)]

@@ -7,7 +7,7 @@
 //! * Reads see a consistent snapshot per call; an iterator sees the
 //!   snapshot taken when it was created. A `WriteBatch` is atomic for
 //!   readers too (RocksDB publishes it under one sequence number).
-//! * MultiScan is RocksDB's own `DB::NewMultiScan` (see [`multiscan`]), so
+//! * MultiScan is RocksDB's own `DB::NewMultiScan` (see the private `multiscan` module), so
 //!   `MultiScanArgs::{use_async_io, io_coalesce_threshold,
 //!   max_prefetch_size}` reach RocksDB unchanged. `property("compat.multiscan")`
 //!   says so.

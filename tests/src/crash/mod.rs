@@ -426,17 +426,25 @@ fn verify_cycle(cfg: &Config, exp: &Expected, cycle: usize, report: &mut Report)
             if k >= cfg.nkeys {
                 continue;
             }
-            let p = exp.pending(k);
-            if p.is_set() && p.seq() != bseq {
+            // The batch's op on k: still pending, or already acknowledged
+            // if the kill landed while the child was recording the acks.
+            let (p, a) = (exp.pending(k), exp.acked(k));
+            let (op, before) = if p.is_set() {
+                (p, Some(a))
+            } else if a.is_set() && a.seq() == bseq {
+                (a, None)
+            } else {
+                continue;
+            };
+            if op.seq() != bseq {
                 continue;
             }
-            let before = exp.acked(k);
             let o = observed[k];
-            if p.is_delete() {
+            if op.is_delete() {
                 // Absent proves the delete applied only when earlier
                 // acknowledged writes cannot be lost; with the WAL off, an
                 // absent key may be a lost put instead.
-                if before.allows_absent() || !cfg.mode.keeps_acknowledged() {
+                if !cfg.mode.keeps_acknowledged() || before.is_some_and(State::allows_absent) {
                     continue;
                 }
                 distinguishable += 1;

@@ -7,7 +7,6 @@
 //! ```
 
 #[path = "../report/mod.rs"]
-#[allow(dead_code)]
 mod report;
 
 use std::path::PathBuf;

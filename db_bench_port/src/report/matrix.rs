@@ -41,11 +41,6 @@ impl Scenario {
     pub fn is_ltm(&self) -> bool {
         self.mem_limit.is_some()
     }
-
-    /// Approximate corpus bytes (keys + values).
-    pub fn corpus_bytes(&self) -> u64 {
-        self.keys * (16 + self.value_size as u64)
-    }
 }
 
 /// One workload: a db_bench benchmark with its flags.

@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
 use super::cgroup::MemoryCgroup;
 
@@ -63,16 +62,12 @@ pub fn parse_report_csv(text: &str) -> Vec<(f64, f64)> {
 pub struct Outcome {
     /// Result lines, in order.
     pub results: Vec<ResultLine>,
-    /// Exit code (None if killed by a signal).
-    pub exit_code: Option<i32>,
     /// Peak resident set of the process, from `wait4`'s rusage (KiB).
     pub max_rss_kib: Option<u64>,
     /// Peak charge of its memory cgroup, page cache included.
     pub cgroup_peak_bytes: Option<u64>,
     /// OOM kills seen in the cgroup during the run.
     pub oom_kills: u64,
-    /// Wall time of the whole process.
-    pub wall_secs: f64,
     /// Last lines of stderr when the run failed.
     pub error: Option<String>,
 }
@@ -87,7 +82,6 @@ pub fn run_db_bench(db_bench: &Path, args: &[String], cgroup: Option<&MemoryCgro
         None => (db_bench.to_path_buf(), args.to_vec()),
     };
     let ooms_before = cgroup.map_or(0, MemoryCgroup::oom_kills);
-    let started = Instant::now();
     let child = Command::new(&program)
         .args(&argv)
         .stdin(Stdio::null())
@@ -115,13 +109,11 @@ pub fn run_db_bench(db_bench: &Path, args: &[String], cgroup: Option<&MemoryCgro
     let failed = exit_code != Some(0) || results.is_empty();
     Outcome {
         results,
-        exit_code,
         max_rss_kib,
         cgroup_peak_bytes: cgroup.and_then(MemoryCgroup::peak_bytes),
         oom_kills: cgroup
             .map_or(0, MemoryCgroup::oom_kills)
             .saturating_sub(ooms_before),
-        wall_secs: started.elapsed().as_secs_f64(),
         error: failed.then(|| {
             let tail: Vec<&str> = stderr.lines().rev().take(8).collect();
             let mut tail: Vec<&str> = tail.into_iter().rev().collect();

@@ -557,7 +557,7 @@ impl Benchmark {
             let reporter = (timeline_on || report.is_some())
                 .then(|| s.spawn(move || run_reporter(shared, stop, start, timeline_on, report)));
             let injector = (!injections.is_empty())
-                .then(|| s.spawn(move || run_injector(db, stop, start, injections)));
+                .then(|| s.spawn(move || run_injector(db, shared, stop, start, injections)));
             let mut stats = Vec::with_capacity(n);
             let mut panicked = false;
             for h in handles {
@@ -602,12 +602,18 @@ impl Benchmark {
                 continue;
             }
             let status = inj.error.as_deref().unwrap_or("OK");
+            let rate = if inj.took_secs > 0.0 {
+                inj.ops_during as f64 / inj.took_secs
+            } else {
+                0.0
+            };
             print_out(&format!(
-                "inject {} at {:.3} s: started {:.3} s, took {:.3} ms, status {status}\n",
+                "inject {} at {:.3} s: started {:.3} s, took {:.3} ms, status {status}, {} ops during it ({rate:.0} ops/sec)\n",
                 inj.what.name(),
                 inj.at_secs,
                 inj.started_secs,
-                inj.took_secs * 1e3
+                inj.took_secs * 1e3,
+                inj.ops_during
             ));
             if let Some(e) = &inj.error {
                 failed.get_or_insert_with(|| format!("{} failed: {e}", inj.what.name()));
@@ -649,7 +655,7 @@ impl Benchmark {
             "timeline": timeline.per_second.iter().map(|(t, o)| json!([t, o])).collect::<Vec<_>>(),
             "injections": injected.iter().map(|i| json!({
                 "call": i.what.name(), "at_secs": i.at_secs, "started_secs": i.started_secs,
-                "took_secs": i.took_secs, "error": i.error, "ran": i.ran,
+                "took_secs": i.took_secs, "ops_during": i.ops_during, "error": i.error, "ran": i.ran,
             })).collect::<Vec<_>>(),
         }));
     }

@@ -55,6 +55,11 @@ pub enum Maintenance {
     Defragment,
     /// `Db::reorganize`.
     Reorganize,
+    /// `Db::flush` (RocksDB's memtable flush: its counterpart of a checkpoint).
+    Flush,
+    /// `Db::compact_range` over the whole key space (RocksDB's counterpart of
+    /// defragment and reorganize together).
+    Compact,
 }
 
 impl Maintenance {
@@ -64,6 +69,8 @@ impl Maintenance {
             Maintenance::Checkpoint => "checkpoint",
             Maintenance::Defragment => "defragment",
             Maintenance::Reorganize => "reorganize",
+            Maintenance::Flush => "flush",
+            Maintenance::Compact => "compact_range",
         }
     }
 }
@@ -249,6 +256,8 @@ impl Config {
             ("inject_checkpoint_at", Maintenance::Checkpoint),
             ("inject_defragment_at", Maintenance::Defragment),
             ("inject_reorganize_at", Maintenance::Reorganize),
+            ("inject_flush_at", Maintenance::Flush),
+            ("inject_compact_at", Maintenance::Compact),
         ] {
             for s in parse_secs(flag, &flags.str(flag))? {
                 injections.push((s, what));

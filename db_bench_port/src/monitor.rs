@@ -137,6 +137,10 @@ pub struct Injection {
     pub started_secs: f64,
     /// How long it took.
     pub took_secs: f64,
+    /// Operations the benchmark's threads completed while the call ran: the
+    /// foreground cost of the job, measured on the same counters as the
+    /// timeline.
+    pub ops_during: u64,
     /// The engine's error, if any.
     pub error: Option<String>,
     /// False when the benchmark ended before the call's second.
@@ -147,6 +151,7 @@ pub struct Injection {
 /// benchmark outlives).
 pub fn run_injector(
     db: &dyn Db,
+    shared: &Shared,
     stop: &StopSignal,
     start: Instant,
     plan: &[(f64, Maintenance)],
@@ -159,22 +164,29 @@ pub fn run_injector(
                 at_secs: at,
                 started_secs: 0.0,
                 took_secs: 0.0,
+                ops_during: 0,
                 error: None,
                 ran: false,
             });
             continue;
         }
+        let ops0 = shared.total_ops();
         let t0 = Instant::now();
         let r = match what {
             Maintenance::Checkpoint => db.checkpoint(),
             Maintenance::Defragment => db.defragment(),
             Maintenance::Reorganize => db.reorganize(),
+            Maintenance::Flush => db.flush(),
+            Maintenance::Compact => db.compact_range(None, None),
         };
+        let took = t0.elapsed();
+        let ops_during = shared.total_ops().saturating_sub(ops0);
         done.push(Injection {
             what,
             at_secs: at,
             started_secs: (t0 - start).as_secs_f64(),
-            took_secs: t0.elapsed().as_secs_f64(),
+            took_secs: took.as_secs_f64(),
+            ops_during,
             error: r.err().map(|e| e.to_string()),
             ran: true,
         });

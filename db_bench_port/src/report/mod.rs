@@ -6,6 +6,7 @@
 //! workload x threads) the engines' runs are interleaved and repeated, and
 //! the median is reported, so machine drift hits every engine alike.
 
+pub mod bgjobs;
 pub mod cgroup;
 pub mod matrix;
 pub mod render;
@@ -94,8 +95,11 @@ pub struct Results {
     pub engines: Vec<(String, String)>,
     /// How each scenario was scaled.
     pub scenarios: Vec<(String, String)>,
-    /// Seconds per run (0: bounded by operation count instead).
+    /// Seconds per in-memory run (0: bounded by operation count instead).
     pub run_secs: u64,
+    /// Seconds per larger-than-memory run.
+    #[serde(default)]
+    pub ltm_run_secs: u64,
     /// Thread counts measured.
     pub threads: Vec<usize>,
     /// Repeats per cell.
@@ -104,6 +108,9 @@ pub struct Results {
     pub cgroup: String,
     /// Every run.
     pub runs: Vec<Run>,
+    /// The background-jobs phase.
+    #[serde(default)]
+    pub background_jobs: Vec<bgjobs::BgRun>,
 }
 
 fn sh(cmd: &str, args: &[&str]) -> Option<String> {
@@ -225,7 +232,7 @@ fn corpus_dir(cfg: &Config, sc: &Scenario, v: &Variant) -> PathBuf {
 pub fn run(cfg: &Config) -> Result<Results, String> {
     fs::create_dir_all(&cfg.work_dir).map_err(|e| format!("{}: {e}", cfg.work_dir.display()))?;
     fs::create_dir_all(&cfg.out_dir).map_err(|e| format!("{}: {e}", cfg.out_dir.display()))?;
-    let (run_secs, repeats) = matrix::timing(cfg.scale);
+    let (run_secs, ltm_run_secs, repeats) = matrix::timing(cfg.scale);
     let scenarios: Vec<Scenario> = matrix::scenarios(cfg.scale)
         .into_iter()
         .filter(|s| cfg.only_scenarios.is_empty() || cfg.only_scenarios.iter().any(|o| o == s.name))
@@ -245,8 +252,14 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         .sum::<usize>()
         * repeats
         * workloads.len();
+    let bg_variants = bgjobs::variants(&variants);
+    let bg_runs = if scenarios.iter().any(|s| s.name == bgjobs::SCENARIO) {
+        bgjobs::run_count(cfg.scale, &bg_variants)
+    } else {
+        0
+    };
     let mut progress = Progress {
-        total: runs_per_scenario * scenarios.len(),
+        total: runs_per_scenario * scenarios.len() + bg_runs,
         done: 0,
         started: Instant::now(),
     };
@@ -262,10 +275,12 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
             .map(|s| (s.name.to_string(), s.scaling.to_string()))
             .collect(),
         run_secs,
+        ltm_run_secs,
         threads: thread_counts.clone(),
         repeats,
         cgroup: String::new(),
         runs: Vec::new(),
+        background_jobs: Vec::new(),
     };
     let mut cgroup_notes = Vec::new();
     for sc in &scenarios {
@@ -348,7 +363,7 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
                             wl,
                             v,
                             threads,
-                            run_secs,
+                            if sc.is_ltm() { ltm_run_secs } else { run_secs },
                             max_threads,
                             cg_ref,
                             &mut run,
@@ -357,6 +372,20 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
                     }
                 }
             }
+        }
+        if sc.name == bgjobs::SCENARIO && !sc.is_ltm() && !bg_variants.is_empty() {
+            // The workloads above changed the corpora (Delete last): start
+            // the jobs from freshly loaded ones.
+            load_corpora(cfg, sc, &bg_variants)?;
+            results.background_jobs = bgjobs::run(
+                &cfg.db_bench,
+                cfg.scale,
+                sc,
+                &bg_variants,
+                |v| base_args(sc, &corpus_dir(cfg, sc, v), v.engine),
+                |v| corpus_dir(cfg, sc, v),
+                |label| progress.tick(label),
+            );
         }
         // Free the disk before the next scenario's corpora.
         let _ = fs::remove_dir_all(cfg.work_dir.join(sc.name));

@@ -146,8 +146,8 @@ fn header_md(results: &Results) -> String {
     let _ = writeln!(s, "# vmemkv vs RocksDB, RocksDB-BlobDB and LMDB\n");
     let _ = writeln!(
         s,
-        "Scale **{}**, {} UTC, git `{}`. Each run lasts {} s; each cell is the median of {} interleaved repeats.\n",
-        results.scale, results.date, results.git_revision, results.run_secs, results.repeats
+        "Scale **{}**, {} UTC, git `{}`. Each run lasts {} s in memory and {} s larger than memory (0 = bounded by operation count); each cell is the median of {} interleaved repeats.\n",
+        results.scale, results.date, results.git_revision, results.run_secs, results.ltm_run_secs, results.repeats
     );
     let _ = writeln!(s, "## Machine\n");
     for (k, v) in &results.machine {
@@ -233,6 +233,8 @@ pub fn markdown(results: &Results) -> String {
         max_threads(results)
     );
     s.push_str(&winner_table_md(results));
+    s.push('\n');
+    s.push_str(&super::bgjobs::table_md(&results.background_jobs));
     s.push('\n');
     s.push_str(&fairness_md(results));
     s.push('\n');
@@ -507,6 +509,31 @@ pub fn html(results: &Results) -> String {
     }
     s.push_str("</div>\n");
 
+    let bg = super::bgjobs::table_md(&results.background_jobs);
+    if !bg.is_empty() {
+        let _ = writeln!(s, "<h2>Background jobs</h2>");
+        for p in bg
+            .lines()
+            .skip(1)
+            .filter(|l| !l.starts_with('|') && !l.trim().is_empty())
+        {
+            let _ = writeln!(
+                s,
+                "<p>{}</p>",
+                html_escape(p).replace('*', "").replace('`', "")
+            );
+        }
+        s.push_str(&md_to_html_table(&bg));
+        let groups = super::bgjobs::chart_groups(&results.background_jobs);
+        if !groups.is_empty() {
+            let _ = writeln!(
+                s,
+                "<div class=charts><div>{}</div></div>",
+                bar_chart("Foreground throughput kept while the job runs (%)", &groups)
+            );
+        }
+    }
+
     let _ = writeln!(s, "<h2>Scaling and fairness</h2><ul>");
     for line in fairness_md(results)
         .lines()
@@ -564,6 +591,8 @@ mod tests {
             engines: vec![],
             scenarios: vec![],
             run_secs: 1,
+            ltm_run_secs: 2,
+            background_jobs: Vec::new(),
             threads: vec![1, 4],
             repeats: 3,
             cgroup: String::new(),

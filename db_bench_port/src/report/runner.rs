@@ -70,6 +70,8 @@ pub struct Outcome {
     pub oom_kills: u64,
     /// Last lines of stderr when the run failed.
     pub error: Option<String>,
+    /// Everything the run printed on stdout.
+    pub stdout: String,
 }
 
 /// Runs `db_bench` with `args`, inside `cgroup` when given.
@@ -122,6 +124,7 @@ pub fn run_db_bench(db_bench: &Path, args: &[String], cgroup: Option<&MemoryCgro
             }
             format!("exit {exit_code:?}: {}", tail.join(" | "))
         }),
+        stdout,
     }
 }
 

@@ -258,7 +258,23 @@ impl Db {
                 segment::file_name(s)
             ));
         }
+        // The torn tail's zeroing and the removed segments' seals must be
+        // gone from disk before any file is: a crash part-way through must
+        // leave a contiguous prefix whose last segment is not sealed, or the
+        // next open would report the removed segment as lost.
+        if let Some((id, _, _)) = rep.truncated {
+            if let Some(s) = segs.get(&id) {
+                crate::fsutil::sync_file(s.file(), &s.path)?;
+            }
+        }
         for id in &rep.removed_segments {
+            if let Some(s) = segs.get(id) {
+                let at = crate::t2::record::seal_offset(s.size());
+                s.zero_range(at, s.size() - at)?;
+                crate::fsutil::sync_file(s.file(), &s.path)?;
+            }
+        }
+        for id in rep.removed_segments.iter().rev() {
             if let Some(s) = segs.remove(id) {
                 std::fs::remove_file(&s.path)
                     .map_err(|e| Error::io(format!("removing {}", s.path.display()), e))?;

@@ -43,3 +43,9 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
     })?;
     sync_dir(dir)
 }
+
+/// fdatasyncs a file (zeroed ranges, truncations) so it is durable.
+pub fn sync_file(f: &File, path: &Path) -> Result<()> {
+    f.sync_data()
+        .map_err(|e| Error::io(format!("fdatasync of {}", path.display()), e))
+}

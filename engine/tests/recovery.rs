@@ -231,3 +231,57 @@ fn missing_segment_after_checkpoint_is_corruption() {
         matches!(Db::open(dir.path(), opts()), Err(Error::Corruption(m)) if m.contains("00000001.seg") || m.contains("00000000.seg"))
     );
 }
+
+#[test]
+fn missing_newest_segment_is_corruption_naming_it() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 3000, 700); // spans several 1 MiB segments
+    }
+    let mut segs: Vec<u32> = (0..64)
+        .filter(|&i| seg_path(dir.path(), i).exists())
+        .collect();
+    assert!(segs.len() >= 2, "the test needs a rollover");
+    // A clean reopen reads the seals as segment ends, not as lost writes.
+    drop(open(dir.path()));
+    assert!(!info_log(dir.path()).contains("a write in flight"));
+    let newest = segs.pop().unwrap_or_default();
+    std::fs::remove_file(seg_path(dir.path(), newest)).unwrap_or_else(|e| panic!("{e}"));
+    match Db::open(dir.path(), opts()) {
+        Err(Error::Corruption(m)) => {
+            let name = format!("{newest:08x}.seg");
+            assert!(m.contains(&name) && m.contains("missing"), "{m}");
+        }
+        other => panic!("expected corruption, got {:?}", other.err()),
+    }
+}
+
+#[test]
+fn torn_record_before_a_seal_is_truncated_not_corruption() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 3000, 700);
+    }
+    // Drop every segment after the first; the first now ends with a seal
+    // naming a missing segment, so tear its last data record too: the
+    // seal alone is then no evidence that a later write committed, and the
+    // torn tail (seal included) is truncated.
+    for i in 1..64 {
+        let _ = std::fs::remove_file(seg_path(dir.path(), i));
+    }
+    let seg = seg_path(dir.path(), 0);
+    let offs = record_offsets(&seg);
+    let last = *offs.last().unwrap_or(&0);
+    flip_byte(&seg, last + 60);
+    let n = offs.len() as u64;
+    {
+        let db = open(dir.path());
+        check(&db, 0, n - 1, 700);
+        assert_eq!(db.get(&key(n - 1)).ok().flatten(), None);
+        assert!(info_log(dir.path()).contains(&format!("torn tail in 00000000.seg at offset {last}")));
+    }
+    let db = open(dir.path());
+    check(&db, 0, n - 1, 700);
+}

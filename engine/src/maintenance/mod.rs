@@ -150,6 +150,7 @@ fn compact(inner: &Inner, seg: &Segment, rep: &mut DefragReport) -> Result<()> {
                 rep.moved_values += u64::from(n > 0);
                 rep.moved_bytes += n;
             }
+            Kind::Seal => {}
         }
     }
     Ok(())

@@ -12,7 +12,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
 use crate::fsutil::sync_dir;
-use crate::t2::record::{lsn, record_len, split_lsn, Header, Kind};
+use crate::t2::record::{lsn, record_len, seal_offset, split_lsn, Header, Kind, SEAL_LEN};
 use crate::t2::segment::{MapOpts, Segment};
 
 /// Where an appended record landed.
@@ -114,7 +114,7 @@ impl Log {
 
     /// The largest body a record may carry.
     pub fn max_body(&self) -> usize {
-        self.seg_size - record_len(0)
+        self.seg_size - record_len(0) - SEAL_LEN
     }
 
     /// The segment with id `id`, if it still exists.
@@ -174,7 +174,7 @@ impl Log {
         loop {
             let seg = self.active.load_full();
             let off = seg.tail.fetch_add(len as u64, Ordering::AcqRel) as usize;
-            if off + len <= seg.size() {
+            if off + len <= seal_offset(seg.size()) {
                 let at = lsn(seg.id, off as u32);
                 let header = Header {
                     kind,
@@ -228,6 +228,26 @@ impl Log {
                 s
             }
         };
+        // Seal the full segment before any record can land in the next one:
+        // a sync of a later record flushes this slot too (it lies below that
+        // record's LSN), so a durable write in `next` implies a durable seal.
+        let old = self.active.load_full();
+        let at = seal_offset(old.size());
+        let seal = Header {
+            kind: Kind::Seal,
+            count_or_key_len: 0,
+            body_len: 0,
+            body_crc: 0,
+            lsn: lsn(old.id, at as u32),
+            seq: lsn(old.id, at as u32),
+            extra: u64::from(next),
+        };
+        if !old.write_record(at, &seal, &[]) {
+            return Err(Error::InvalidArgument(format!(
+                "internal: no room for the seal at offset {at} of {}",
+                old.path.display()
+            )));
+        }
         self.update_table(|t| {
             t.insert(next, seg.clone());
         });

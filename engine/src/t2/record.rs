@@ -18,6 +18,11 @@ pub enum Kind {
     Batch = 1,
     /// A live value moved by defragment; keeps the original seq.
     Relocation = 2,
+    /// Written into a segment's last [`SEAL_LEN`] bytes when the log rolls
+    /// over to the next segment (`extra` = that segment's id). Recovery
+    /// thereby knows the next segment existed: if it is missing, its writes
+    /// were lost, which is reported instead of passing silently.
+    Seal = 3,
 }
 
 impl Kind {
@@ -25,6 +30,7 @@ impl Kind {
         match v {
             1 => Some(Kind::Batch),
             2 => Some(Kind::Relocation),
+            3 => Some(Kind::Seal),
             _ => None,
         }
     }
@@ -57,6 +63,16 @@ pub fn align_up(n: usize) -> usize {
 /// Total on-disk size of a record with a `body_len`-byte body.
 pub fn record_len(body_len: usize) -> usize {
     align_up(HEADER_LEN + body_len)
+}
+
+/// Bytes at the end of every segment reserved for its [`Kind::Seal`]
+/// record (a header with no body).
+pub const SEAL_LEN: usize = HEADER_LEN;
+
+/// Offset of the seal slot in a segment of `size` bytes; records may use
+/// `[0, seal_offset(size))`.
+pub fn seal_offset(size: usize) -> usize {
+    size.saturating_sub(SEAL_LEN) & !(ALIGN - 1)
 }
 
 /// Packs an LSN from a segment id and offset.

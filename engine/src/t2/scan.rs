@@ -61,6 +61,13 @@ pub fn find_next_valid(seg: &Segment, from: usize) -> Option<Found> {
     None
 }
 
+/// The first valid record at or after `from` that is not a seal: a seal
+/// proves the segment rolled over, not that any write after a bad record
+/// committed.
+fn find_next_data(seg: &Segment, from: usize) -> Option<Found> {
+    find_next_valid(seg, from).filter(|f| f.header.kind != Kind::Seal)
+}
+
 /// Iterates the valid records of a sealed or quiescent segment from `from`,
 /// skipping holes (zero commit words) and stopping at the first invalid
 /// non-zero record. Used by defragment, which only reads what recovery or
@@ -127,6 +134,20 @@ pub fn recover(
         let mut data_end = off;
         while off + HEADER_LEN <= seg.size() {
             if let Some(f) = validate_at(seg, off) {
+                if f.header.kind == Kind::Seal {
+                    if last {
+                        let next = seg.path.with_file_name(crate::t2::segment::file_name(
+                            f.header.extra as u32,
+                        ));
+                        return Err(Error::Corruption(format!(
+                            "{} offset {off}: sealed at a rollover to {}, which is missing; \
+                             the writes logged there are lost",
+                            seg.path.display(),
+                            next.display()
+                        )));
+                    }
+                    break;
+                }
                 apply(seg, &f, body(seg, &f))?;
                 rep.records += 1;
                 rep.bytes += f.len as u64;
@@ -141,7 +162,11 @@ pub fn recover(
             if word == 0 {
                 match find_next_valid(seg, off + ALIGN) {
                     Some(f) => {
-                        rep.holes.push((seg.id, off, f.off));
+                        // The gap before a seal is the unused end of a
+                        // segment, not a write lost in flight.
+                        if f.header.kind != Kind::Seal {
+                            rep.holes.push((seg.id, off, f.off));
+                        }
                         off = f.off;
                         continue;
                     }
@@ -150,12 +175,12 @@ pub fn recover(
             }
             // A committed-looking but invalid record: corruption unless
             // nothing valid follows anywhere (a torn tail).
-            let later = find_next_valid(seg, off + ALIGN)
+            let later = find_next_data(seg, off + ALIGN)
                 .map(|f| (seg.id, f.off))
                 .or_else(|| {
                     segs[i + 1..]
                         .iter()
-                        .find_map(|s| find_next_valid(s, 0).map(|f| (s.id, f.off)))
+                        .find_map(|s| find_next_data(s, 0).map(|f| (s.id, f.off)))
                 });
             if let Some((ls, lo)) = later {
                 return Err(Error::Corruption(format!(

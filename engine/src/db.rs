@@ -709,6 +709,7 @@ impl Inner {
         let id = st.id + 1;
         let name = checkpoint::snapshot_name(id);
         let snap = checkpoint::write_snapshot(&self.dir, &name, p, &self.t1)?;
+        crate::failpoint::hit("checkpoint.snapshot_synced");
         // Entries newer than P that the snapshot caught must be durable
         // before the MANIFEST makes recovery skip to P.
         let tail = self.log.tail_lsn();
@@ -721,6 +722,7 @@ impl Inner {
             snapshot_crc: snap.crc,
         }
         .store(&self.dir)?;
+        crate::failpoint::hit("checkpoint.manifest_stored");
         if st.id > 0 {
             let old = self.dir.join(checkpoint::snapshot_name(st.id));
             if let Err(e) = std::fs::remove_file(&old) {
@@ -754,6 +756,7 @@ impl Inner {
     pub(crate) fn reorganize(&self) {
         let t0 = Instant::now();
         self.t1.reorganize_all();
+        crate::failpoint::hit("reorganize.merged");
         let ns = t0.elapsed().as_nanos() as u64;
         Counters::add(&self.counters.reorganizes, 1);
         Counters::set(&self.counters.reorganize_last_ns, ns);

@@ -12,6 +12,7 @@ pub mod checkpoint;
 mod db;
 mod dir;
 pub mod error;
+pub mod failpoint;
 mod fsutil;
 mod index;
 mod infolog;

@@ -21,13 +21,16 @@ pub fn log_events(t1: &T1, info: Arc<InfoLog>) {
             right_entries,
             pause,
             duration,
-        } => info.log(format_args!(
+        } => {
+            info.log(format_args!(
             "t1 split: shard starting at {:?} split at {:?} into {left_entries} + {right_entries} entries; writer pause {:.3} ms, total {:.3} ms",
             String::from_utf8_lossy(shard_lo),
             String::from_utf8_lossy(at),
             pause.as_secs_f64() * 1e3,
             duration.as_secs_f64() * 1e3
-        )),
+        ));
+            crate::failpoint::hit("split.published");
+        }
         T1Event::Reorganized {
             shard_lo,
             entries,

@@ -280,7 +280,9 @@ fn torn_record_before_a_seal_is_truncated_not_corruption() {
         let db = open(dir.path());
         check(&db, 0, n - 1, 700);
         assert_eq!(db.get(&key(n - 1)).ok().flatten(), None);
-        assert!(info_log(dir.path()).contains(&format!("torn tail in 00000000.seg at offset {last}")));
+        assert!(
+            info_log(dir.path()).contains(&format!("torn tail in 00000000.seg at offset {last}"))
+        );
     }
     let db = open(dir.path());
     check(&db, 0, n - 1, 700);

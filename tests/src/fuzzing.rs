@@ -64,19 +64,40 @@ fn maintenance(r: vmemkv_compat::Result<()>, what: &str) {
 }
 
 /// Engine options used by the fuzzer: small segments so that rollover and
-/// defragment happen within a short input.
+/// defragment happen within a short input, and no background threads, so
+/// that an input replays the same way every time (the input's own
+/// checkpoint, defragment and reorganize steps drive maintenance).
 pub fn fuzz_options(kind: EngineKind) -> EngineOptions {
     let opts = EngineOptions::default();
     match kind {
-        EngineKind::Vmemkv => opts.set("segment_size", 1 << 20),
+        EngineKind::Vmemkv => opts.set("segment_size", 1 << 20).set("background", false),
         _ => opts,
+    }
+}
+
+/// Where each input's database goes: `VMEMKV_FUZZ_TMP`, else `/dev/shm`
+/// when present (every input creates, syncs and reopens a database, which
+/// on a disk costs far more than the operations themselves), else the
+/// system temp directory.
+fn scratch_root() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("VMEMKV_FUZZ_TMP") {
+        return d.into();
+    }
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
     }
 }
 
 /// Runs the operations encoded in `data` against `kind` and the model,
 /// panicking on the first difference.
 pub fn run(kind: EngineKind, data: &[u8]) {
-    let dir = match tempfile::Builder::new().prefix("fuzz-").tempdir() {
+    let dir = match tempfile::Builder::new()
+        .prefix("fuzz-")
+        .tempdir_in(scratch_root())
+    {
         Ok(d) => d,
         Err(e) => panic!("tempdir: {e}"),
     };

@@ -53,6 +53,74 @@ fn vmemkv_disable_wal() {
     run(EngineKind::Vmemkv, "disable_wal", cycles(50));
 }
 
+/// Kills inside maintenance phases: every cycle arms one vmemkv failpoint
+/// (checkpoint, defragment, retire, rollover, reorganize, split), so the
+/// kill lands at that exact step rather than wherever the timer falls.
+#[test]
+fn vmemkv_failpoints_all_modes() {
+    let cycles = cycles(48);
+    let out = Command::new(env!("CARGO_BIN_EXE_crash_test"))
+        .args([
+            "run",
+            "--engine",
+            "vmemkv",
+            "--mode",
+            "all",
+            "--failpoints",
+            "all",
+        ])
+        .args([
+            "--cycles",
+            &cycles.to_string(),
+            "--keys",
+            "1000",
+            "--kill-ms",
+            "20:200",
+        ])
+        // Small segments and shards, so rollover, retire and split happen
+        // within a cycle.
+        .args([
+            "--option",
+            "segment_size=1048576",
+            "--option",
+            "split_threshold=64",
+        ])
+        .output()
+        .expect("run crash_test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summaries: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("crash_test "))
+        .collect();
+    assert_eq!(summaries.len(), 3, "{stdout}");
+    for s in &summaries {
+        assert!(
+            s.contains("violations=0") && s.contains(&format!("cycles={cycles} ")),
+            "{stdout}"
+        );
+    }
+    let fired: Vec<usize> = stdout
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("failpoint kills: "))
+        .map(|l| l.split_whitespace().count())
+        .collect();
+    assert_eq!(
+        fired.len(),
+        3,
+        "every mode reports failpoint kills:\n{stdout}"
+    );
+    assert!(
+        fired.iter().all(|&n| n >= 5),
+        "most failpoints must fire in every mode: {fired:?}\n{stdout}"
+    );
+    println!("{stdout}");
+}
+
 #[cfg(feature = "rocksdb")]
 #[test]
 fn rocksdb_all_modes() {

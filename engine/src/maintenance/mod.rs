@@ -95,6 +95,7 @@ fn move_entry(
         extra,
         &[key, &crc.to_le_bytes(), value],
     )?;
+    crate::failpoint::hit("defragment.relocated");
     let new = Locator {
         segment: a.seg.id,
         offset: (a.body_off + key.len() + crate::value_crc::VALUE_CRC_LEN) as u32,
@@ -175,6 +176,7 @@ pub(crate) fn checkpoint_and_retire(inner: &Inner, rep: &mut DefragReport) -> Re
     let p = inner.checkpoint()?;
     let (pseg, _) = split_lsn(p);
     let ids: Vec<u32> = empty.iter().map(|s| s.id).filter(|&id| id < pseg).collect();
+    crate::failpoint::hit("defragment.before_retire");
     for s in inner.log.retire(&ids)? {
         rep.retired_segments.push(s.id);
         rep.reclaimed_bytes += s.size() as u64;

@@ -248,6 +248,7 @@ impl Log {
                 old.path.display()
             )));
         }
+        crate::failpoint::hit("rollover.sealed");
         self.update_table(|t| {
             t.insert(next, seg.clone());
         });
@@ -389,6 +390,7 @@ impl Log {
         for seg in &gone {
             std::fs::remove_file(&seg.path)
                 .map_err(|e| Error::io(format!("removing {}", seg.path.display()), e))?;
+            crate::failpoint::hit("retire.unlinked");
         }
         if !gone.is_empty() {
             sync_dir(&self.dir)?;

@@ -136,9 +136,9 @@ pub fn recover(
             if let Some(f) = validate_at(seg, off) {
                 if f.header.kind == Kind::Seal {
                     if last {
-                        let next = seg.path.with_file_name(crate::t2::segment::file_name(
-                            f.header.extra as u32,
-                        ));
+                        let next = seg
+                            .path
+                            .with_file_name(crate::t2::segment::file_name(f.header.extra as u32));
                         return Err(Error::Corruption(format!(
                             "{} offset {off}: sealed at a rollover to {}, which is missing; \
                              the writes logged there are lost",

@@ -3,7 +3,12 @@
 //! ```text
 //! crash_test run --engine vmemkv --mode all --cycles 1000 [--keys 2000] [--seed N]
 //!                [--dir DIR] [--kill-ms MIN:MAX] [--option key=value]...
+//!                [--failpoints all|name,name] [--maintenance-pct N]
 //! ```
+//! `--failpoints` (vmemkv) arms one maintenance failpoint per cycle, so that
+//! kills land inside checkpoint, defragment, retire, rollover, reorganize
+//! and split phases, not only between calls; it raises the share of
+//! maintenance calls to 10% unless `--maintenance-pct` says otherwise.
 //! Each cycle spawns `crash_test child`, lets it write for a random time,
 //! SIGKILLs it, reopens the database and verifies it against the expected
 //! state. Prints one summary line per mode and exits 1 on any violation.
@@ -17,7 +22,8 @@ use vmemkv_tests::crash::{run_child, run_parent, Config, Mode};
 fn usage() -> ExitCode {
     eprintln!(
         "usage: crash_test run|child --engine E --mode sync|nosync|disable_wal|all \
-         [--cycles N] [--keys N] [--seed N] [--dir DIR] [--kill-ms MIN:MAX] [--option k=v]..."
+         [--cycles N] [--keys N] [--seed N] [--dir DIR] [--kill-ms MIN:MAX] [--option k=v]... \
+         [--failpoints all|a,b] [--maintenance-pct N]"
     );
     ExitCode::from(2)
 }
@@ -35,6 +41,8 @@ fn main() -> ExitCode {
     let mut dir: Option<PathBuf> = None;
     let mut kill = (30u64, 400u64);
     let mut options = EngineOptions::default();
+    let mut failpoints: Vec<String> = Vec::new();
+    let mut maintenance_pct: Option<u32> = None;
     let mut it = args.iter().skip(1);
     while let Some(flag) = it.next() {
         let Some(val) = it.next() else {
@@ -70,6 +78,30 @@ fn main() -> ExitCode {
                     _ => return bad("--kill-ms"),
                 }
             }
+            "--failpoints" => {
+                failpoints = if val == "all" {
+                    vmemkv::failpoint::NAMES
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect()
+                } else {
+                    val.split(',').map(str::to_string).collect()
+                };
+                if let Some(bad_fp) = failpoints
+                    .iter()
+                    .find(|f| !vmemkv::failpoint::NAMES.contains(&f.as_str()))
+                {
+                    eprintln!(
+                        "crash_test: unknown failpoint '{bad_fp}' (known: {})",
+                        vmemkv::failpoint::NAMES.join(", ")
+                    );
+                    return ExitCode::from(2);
+                }
+            }
+            "--maintenance-pct" => match val.parse::<u32>() {
+                Ok(v) if v <= 100 => maintenance_pct = Some(v),
+                _ => return bad("--maintenance-pct"),
+            },
             "--option" => match val.split_once('=') {
                 Some((k, v)) => options = options.set(k, v),
                 None => return bad("--option"),
@@ -98,6 +130,7 @@ fn main() -> ExitCode {
             }
         }
     };
+    let maintenance_pct = maintenance_pct.unwrap_or(if failpoints.is_empty() { 3 } else { 10 });
     let tmp;
     let base = match dir {
         Some(d) => d,
@@ -123,6 +156,8 @@ fn main() -> ExitCode {
                 dir: base,
                 kill_after_ms: kill,
                 options,
+                failpoints,
+                maintenance_pct,
             };
             match run_child(&cfg) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -151,6 +186,8 @@ fn main() -> ExitCode {
                     dir: base.join(format!("{engine}-{m}")),
                     kill_after_ms: kill,
                     options: options.clone(),
+                    failpoints: failpoints.clone(),
+                    maintenance_pct,
                 };
                 let started = std::time::Instant::now();
                 match run_parent(&exe, &cfg) {
@@ -165,6 +202,14 @@ fn main() -> ExitCode {
                             r.violations.len(),
                             started.elapsed().as_secs_f64()
                         );
+                        if !r.failpoint_kills.is_empty() {
+                            let fp: Vec<String> = r
+                                .failpoint_kills
+                                .iter()
+                                .map(|(k, v)| format!("{k}={v}"))
+                                .collect();
+                            println!("  failpoint kills: {}", fp.join(" "));
+                        }
                         for v in r.violations.iter().take(20) {
                             println!("  VIOLATION {v}");
                         }

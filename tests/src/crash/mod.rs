@@ -151,6 +151,13 @@ pub struct Config {
     pub kill_after_ms: (u64, u64),
     /// Engine-specific options for the child and the verifier.
     pub options: EngineOptions,
+    /// vmemkv failpoints (`vmemkv::failpoint::NAMES`): each cycle arms one,
+    /// round-robin, at a random hit count, so the child kills itself inside
+    /// that maintenance phase (if it gets there before the random kill).
+    pub failpoints: Vec<String>,
+    /// Percentage of the child's operations that are maintenance calls
+    /// (checkpoint, defragment, reorganize).
+    pub maintenance_pct: u32,
 }
 
 /// What a run found.
@@ -166,6 +173,8 @@ pub struct Report {
     pub seqs_issued: u64,
     /// Every violation, described.
     pub violations: Vec<String>,
+    /// Cycles that ended at an armed failpoint, per failpoint.
+    pub failpoint_kills: std::collections::BTreeMap<String, u64>,
 }
 
 fn db_path(dir: &Path) -> PathBuf {
@@ -193,7 +202,15 @@ pub fn run_child(cfg: &Config) -> Result<(), String> {
     };
     let mut buf = Vec::new();
     loop {
-        match rng.random_range(0..100) {
+        if rng.random_range(0..100) < cfg.maintenance_pct {
+            match rng.random_range(0..3) {
+                0 => tolerate(db.checkpoint(), "checkpoint")?,
+                1 => tolerate(db.defragment(), "defragment")?,
+                _ => tolerate(db.reorganize(), "reorganize")?,
+            }
+            continue;
+        }
+        match rng.random_range(0..97) {
             0..=49 => {
                 let k = pick(&mut rng);
                 let s = State::put(exp.next_seq());
@@ -259,9 +276,7 @@ pub fn run_child(cfg: &Config) -> Result<(), String> {
                     ));
                 }
             }
-            97 => tolerate(db.checkpoint(), "checkpoint")?,
-            98 => tolerate(db.defragment(), "defragment")?,
-            _ => tolerate(db.reorganize(), "reorganize")?,
+            _ => unreachable!("range 0..97"),
         }
     }
 }
@@ -273,8 +288,21 @@ fn tolerate(r: vmemkv_compat::Result<()>, what: &str) -> Result<(), String> {
     }
 }
 
-fn spawn_child(exe: &Path, cfg: &Config, cycle: usize) -> std::io::Result<Child> {
+fn mark_path(dir: &Path) -> PathBuf {
+    dir.join("failpoint.mark")
+}
+
+fn spawn_child(
+    exe: &Path,
+    cfg: &Config,
+    cycle: usize,
+    failpoint: Option<&str>,
+) -> std::io::Result<Child> {
     let mut cmd = Command::new(exe);
+    if let Some(fp) = failpoint {
+        cmd.env("VMEMKV_FAILPOINTS", fp)
+            .env("VMEMKV_FAILPOINT_MARK", mark_path(&cfg.dir));
+    }
     cmd.arg("child")
         .arg("--engine")
         .arg(cfg.engine.as_str())
@@ -286,6 +314,8 @@ fn spawn_child(exe: &Path, cfg: &Config, cycle: usize) -> std::io::Result<Child>
         .arg((cfg.seed.wrapping_add(cycle as u64 * 7919)).to_string())
         .arg("--dir")
         .arg(&cfg.dir)
+        .arg("--maintenance-pct")
+        .arg(cfg.maintenance_pct.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -311,7 +341,20 @@ pub fn run_parent(exe: &Path, cfg: &Config) -> Result<Report, String> {
     let mut report = Report::default();
     for cycle in 0..cfg.cycles {
         let seq_at_spawn = exp.peek_seq();
-        let mut child = spawn_child(exe, cfg, cycle).map_err(|e| format!("spawn: {e}"))?;
+        let failpoint = (!cfg.failpoints.is_empty()).then(|| {
+            let name = &cfg.failpoints[cycle % cfg.failpoints.len()];
+            // Relocations come by the hundred per cycle; the other points
+            // are hit a few times per child at most.
+            let n = if name.contains("relocated") {
+                rng.random_range(1..=200)
+            } else {
+                rng.random_range(1..=3)
+            };
+            format!("{name}@{n}")
+        });
+        let _ = std::fs::remove_file(mark_path(&cfg.dir));
+        let mut child = spawn_child(exe, cfg, cycle, failpoint.as_deref())
+            .map_err(|e| format!("spawn: {e}"))?;
         // The kill window starts once the child is writing, so that every
         // cycle kills mid-workload rather than during open.
         let mut exited_early = None;
@@ -333,6 +376,17 @@ pub fn run_parent(exe: &Path, cfg: &Config) -> Result<Report, String> {
             std::thread::sleep(Duration::from_millis(1));
         }
         if let Some(status) = exited_early {
+            use std::os::unix::process::ExitStatusExt;
+            let fired = std::fs::read_to_string(mark_path(&cfg.dir)).ok();
+            if let (Some(libc::SIGKILL), Some(name)) = (status.signal(), fired) {
+                *report
+                    .failpoint_kills
+                    .entry(name.trim().to_string())
+                    .or_default() += 1;
+                verify_cycle(cfg, &exp, cycle, &mut report);
+                report.cycles += 1;
+                continue;
+            }
             let mut err = String::new();
             if let Some(mut e) = child.stderr.take() {
                 use std::io::Read;

@@ -1,0 +1,81 @@
+//! Named crash points for the kill tests (cargo feature `failpoints`).
+//!
+//! `VMEMKV_FAILPOINTS=name[@n][,name[@n]...]` makes the process SIGKILL
+//! itself the `n`-th time (default: first) it reaches `name`, which is the
+//! same as a kill arriving at exactly that instant of a maintenance
+//! operation. `VMEMKV_FAILPOINT_MARK=path` first appends the name to `path`,
+//! so the harness can tell a failpoint death from its own random kill.
+//! Without the feature every hook compiles to nothing.
+
+/// Every hook's name, for the harness and the docs.
+pub const NAMES: &[&str] = &[
+    "checkpoint.snapshot_synced",
+    "checkpoint.manifest_stored",
+    "defragment.relocated",
+    "defragment.before_retire",
+    "retire.unlinked",
+    "rollover.sealed",
+    "reorganize.merged",
+    "split.published",
+];
+
+#[cfg(feature = "failpoints")]
+mod imp {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+
+    struct Point {
+        name: String,
+        at: u64,
+        hits: AtomicU64,
+    }
+
+    fn armed() -> &'static [Point] {
+        static P: OnceLock<Vec<Point>> = OnceLock::new();
+        P.get_or_init(|| {
+            std::env::var("VMEMKV_FAILPOINTS")
+                .unwrap_or_default()
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| {
+                    let (name, at) = s.split_once('@').unwrap_or((s, "1"));
+                    Point {
+                        name: name.trim().to_string(),
+                        at: at.trim().parse().unwrap_or(1).max(1),
+                        hits: AtomicU64::new(0),
+                    }
+                })
+                .collect()
+        })
+    }
+
+    pub fn hit(name: &str) {
+        for p in armed().iter().filter(|p| p.name == name) {
+            if p.hits.fetch_add(1, Ordering::Relaxed) + 1 == p.at {
+                if let Some(mark) = std::env::var_os("VMEMKV_FAILPOINT_MARK") {
+                    use std::io::Write as _;
+                    if let Ok(mut f) = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(mark)
+                    {
+                        let _ = writeln!(f, "{name}");
+                    }
+                }
+                // SAFETY: raising a signal has no memory-safety
+                // preconditions; SIGKILL ends the process here.
+                unsafe {
+                    libc::raise(libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+/// Marks the point `name` (see the module docs).
+#[inline]
+pub fn hit(name: &'static str) {
+    debug_assert!(NAMES.contains(&name), "unknown failpoint {name}");
+    #[cfg(feature = "failpoints")]
+    imp::hit(name);
+}

@@ -214,7 +214,8 @@ impl<R: Read> CrcReader<R> {
     }
 }
 
-/// Loads a snapshot named by `m` into `t1`, calling `on_entry` for each
+/// Loads a snapshot named by `m` into `t1` (which must be empty: the
+/// entries are bulk-loaded into sorted regions), calling `on_entry` for each
 /// entry (the caller accounts live bytes and checks locators). Any mismatch
 /// is a `Corruption` naming the file and offset.
 pub fn load_snapshot(
@@ -260,6 +261,8 @@ pub fn load_snapshot(
     }
     let mut entries = 0u64;
     let mut key = Vec::new();
+    // Entries arrive in key order: build T1's sorted regions directly.
+    let mut loader = t1.bulk_loader();
     while r.pos < body_end {
         let at = r.pos;
         let mut b4 = [0u8; 4];
@@ -300,7 +303,9 @@ pub fn load_snapshot(
         };
         let e = Entry { seq, payload };
         on_entry(&key, &e)?;
-        t1.upsert(&key, e);
+        loader
+            .push(&key, &e)
+            .map_err(|_| corrupt(at, "key not above the previous one (entries out of order)"))?;
         entries += 1;
     }
     let mut count = [0u8; 8];
@@ -315,5 +320,8 @@ pub fn load_snapshot(
     if &tail[4..12] != SNAP_END || u64::from_le_bytes(count) != entries {
         return Err(corrupt(body_end, "bad trailer"));
     }
+    // Published only once the whole file checked out; on any error above the
+    // caller discards this T1 anyway.
+    loader.finish();
     Ok(entries)
 }

@@ -58,6 +58,7 @@
 
 mod append;
 mod bloom;
+mod bulk;
 mod cursor;
 mod entry;
 mod maint;
@@ -75,6 +76,7 @@ use std::time::Duration;
 use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::{Condvar, Mutex};
 
+pub use bulk::{BulkLoader, OutOfOrder};
 pub use cursor::Cursor;
 pub use entry::{Entry, Locator, Payload, Upsert, INLINE_MAX};
 

@@ -8,6 +8,9 @@
 # Set CARGO_TARGET_DIR to a cache outside the clone to pay that once.
 #
 # Knobs: VMEMKV_TEST_RIVALS=0 tests vmemkv alone (no C++ build).
+#        VMEMKV_TEST_FUZZ_SECS=N runs the libFuzzer differential target for N
+#        seconds (default 60; 0 skips it). It installs cargo-fuzz if missing
+#        and needs no nightly toolchain (RUSTC_BOOTSTRAP=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,4 +49,28 @@ echo "== cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --workspace "${feature_args[@]}" --quiet
 echo "== cargo test (release, $what)"
 cargo test --release --workspace "${feature_args[@]}"
+fuzz_secs="${VMEMKV_TEST_FUZZ_SECS:-60}"
+if [[ "$fuzz_secs" != 0 ]]; then
+    if ! cargo fuzz --version >/dev/null 2>&1; then
+        echo "== installing cargo-fuzz"
+        cargo install cargo-fuzz --locked --version 0.13.2 --quiet
+    fi
+    echo "== cargo fuzz run differential (${fuzz_secs} s, seed corpus fuzz/corpus/differential)"
+    fuzz_target_args=()
+    if [[ -n "${CARGO_TARGET_DIR:-}" ]]; then
+        fuzz_target_args=(--target-dir "$CARGO_TARGET_DIR/fuzz")
+    fi
+    # New units go to a scratch corpus; the committed seed corpus stays as is.
+    scratch="$(mktemp -d)"
+    trap 'rm -rf "$scratch"' EXIT
+    mkdir "$scratch/corpus"
+    if ! (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run differential "${fuzz_target_args[@]}" \
+        "$scratch/corpus" corpus/differential -- -max_total_time="$fuzz_secs" -print_final_stats=1 \
+        >"$scratch/log" 2>&1); then
+        tail -80 "$scratch/log"
+        echo "== fuzzing failed (reproducer in fuzz/artifacts/differential)"
+        exit 1
+    fi
+    grep -E "^(Done|stat::number_of_executed_units|stat::new_units_added)|INITED|DONE" "$scratch/log" || true
+fi
 echo "== all checks passed"

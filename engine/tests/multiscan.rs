@@ -553,3 +553,52 @@ fn warm_hint_recovers_when_the_cache_goes_cold() {
     assert_eq!(r, expect);
     assert_eq!(again.reads, full.reads, "{again:?} vs {full:?}");
 }
+
+/// The synchronous path hands a range's value pages to the kernel when it
+/// enters the range (readahead), instead of faulting them in one by one:
+/// right after `next_range`, before any value is touched, pages of that
+/// range become resident, and pages of a range not yet entered do not.
+#[test]
+fn cold_sync_scan_reads_ahead_within_the_current_range_only() {
+    let st = store();
+    load_sequential(&st, 3000, 700);
+    st.evict();
+    let first = ScanRange::new(&key(100), &key(300));
+    let later = ScanRange::new(&key(2500), &key(2700));
+    let mut ms = multiscan::multi_scan(&st.t1, &st.log, &args(vec![first, later], false))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(ms.next_range().unwrap_or_else(|e| panic!("{e}")));
+    let resident_pages = |from: u32, to: u32| -> usize {
+        let (lo, hi) = (key(from), key(to));
+        let mut segs = std::collections::BTreeSet::new();
+        let mut c = st.t1.cursor();
+        c.seek(&lo);
+        while c.valid() && c.key() < hi.as_slice() {
+            if let Payload::Stored(l) = c.entry().payload {
+                segs.insert((l.segment, l.offset as usize / 4096));
+            }
+            c.next();
+        }
+        segs.iter()
+            .filter(|&&(s, page)| {
+                st.log
+                    .segment(s)
+                    .is_some_and(|seg| residency::resident_pages_in(&seg, page * 4096, 4096) == 1)
+            })
+            .count()
+    };
+    // WILLNEED reads asynchronously: wait a little for it to land.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while resident_pages(100, 300) < 10 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        resident_pages(100, 300) >= 10,
+        "the entered range was not read ahead"
+    );
+    assert_eq!(
+        resident_pages(2500, 2700),
+        0,
+        "a range not yet entered was read"
+    );
+}

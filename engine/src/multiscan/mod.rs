@@ -25,6 +25,11 @@
 //! [`MultiScanStats::prefetch_limited`] reports that it happened. A caller
 //! thus never has to retry a scan because it was large.
 //!
+//! **Synchronous path** (`use_async_io = false`): each range is resolved
+//! when it is entered and its value pages are handed to the kernel with
+//! `MADV_WILLNEED` ((module `readahead`)), so its faults overlap; only the current
+//! range is read ahead, where the async path has every range in flight.
+//!
 //! **Without io_uring** (`io_uring_disabled`, seccomp, `ENOSYS`/`EPERM`, or
 //! [`fallback::DISABLE_ENV`] set) one warning is printed and every scan
 //! takes the synchronous path, with identical results.
@@ -59,6 +64,7 @@
 
 pub mod fallback;
 pub(crate) mod plan;
+mod readahead;
 pub mod residency;
 mod uring;
 
@@ -250,6 +256,8 @@ pub struct MultiScanIter<'a> {
     /// Index in the current window of the current entry.
     at: Option<usize>,
     verify: bool,
+    /// `io_coalesce_threshold`, for the synchronous path's readahead.
+    coalesce: u64,
 }
 
 fn max_lower(a: &[u8], b: Option<&[u8]>) -> Vec<u8> {
@@ -318,6 +326,7 @@ pub fn multi_scan<'a>(t1: &'a T1, log: &'a Log, args: &MultiScanArgs) -> Result<
         started: false,
         at: None,
         verify: args.verify_checksums,
+        coalesce: args.io_coalesce_threshold,
     };
     if ms.io.is_some() {
         for r in 0..ms.ranges.len() {
@@ -370,6 +379,8 @@ impl<'a> MultiScanIter<'a> {
                     }
                 }
             }
+        } else {
+            readahead::advise_window(&w, &self.segs, self.coalesce);
         }
         Ok(w)
     }

@@ -78,3 +78,10 @@ pub fn resident_bytes(seg: &Segment) -> usize {
     resident(seg, 0, seg.size(), &mut v);
     v.iter().filter(|p| *p & 1 != 0).count() * PAGE
 }
+
+/// Resident pages of `[start, start+len)` of `seg` (`start` page-aligned).
+pub fn resident_pages_in(seg: &Segment, start: usize, len: usize) -> usize {
+    let mut v = Vec::new();
+    resident(seg, start, len, &mut v);
+    v.iter().filter(|p| *p & 1 != 0).count()
+}

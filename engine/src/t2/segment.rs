@@ -237,6 +237,17 @@ impl Segment {
             })
     }
 
+    /// Asks the kernel to start reading `[off, off+len)` into the page cache
+    /// (`MADV_WILLNEED`; clamped to the file). Advisory: a failure only
+    /// loses the head start, so it is ignored.
+    pub fn will_need(&self, off: usize, len: usize) {
+        let off = off.min(self.size);
+        let len = len.min(self.size - off);
+        if len > 0 {
+            let _ = self.map.advise_range(memmap2::Advice::WillNeed, off, len);
+        }
+    }
+
     /// `msync`s `[off, off+len)` (clamped to the file).
     pub fn flush_range(&self, off: usize, len: usize) -> Result<()> {
         let off = off.min(self.size);

@@ -378,9 +378,16 @@ impl Db {
         h[0] = OP_PUT;
         h[1..5].copy_from_slice(&(key.len() as u32).to_le_bytes());
         h[5..9].copy_from_slice(&(value.len() as u32).to_le_bytes());
-        let crc = crc32c::crc32c(value).to_le_bytes();
-        self.inner
-            .commit(wo, &[&h, key, &crc, value], 1, Keys::One(key))
+        let value_crc = crc32c::crc32c(value);
+        let crc = value_crc.to_le_bytes();
+        let body_crc = crate::value_crc::body_crc(&[&h, key, &crc], value_crc, value.len());
+        self.inner.commit(
+            wo,
+            &[&h, key, &crc, value],
+            Some(body_crc),
+            1,
+            Keys::One(key),
+        )
     }
 
     /// Removes `key` (`sync = false`); removing a missing key succeeds.
@@ -394,7 +401,7 @@ impl Db {
         let mut h = [0u8; 5];
         h[0] = OP_DELETE;
         h[1..5].copy_from_slice(&(key.len() as u32).to_le_bytes());
-        self.inner.commit(wo, &[&h, key], 1, Keys::One(key))
+        self.inner.commit(wo, &[&h, key], None, 1, Keys::One(key))
     }
 
     /// Removes every key in `[begin, end)`.
@@ -422,7 +429,8 @@ impl Db {
         } else {
             Keys::Batch(batch)
         };
-        self.inner.commit(wo, &[&batch.rep], batch.count, keys)
+        self.inner
+            .commit(wo, &[&batch.rep], None, batch.count, keys)
     }
 
     /// A cursor over live entries within `bounds`; each stored value's
@@ -578,7 +586,15 @@ impl Inner {
     }
 
     /// Appends one batch record and applies it to T1.
-    fn commit(&self, wo: &WriteOptions, parts: &[&[u8]], count: u32, keys: Keys<'_>) -> Result<()> {
+    /// `body_crc`: the crc32c of `parts` when the caller already has it.
+    fn commit(
+        &self,
+        wo: &WriteOptions,
+        parts: &[&[u8]],
+        body_crc: Option<u32>,
+        count: u32,
+        keys: Keys<'_>,
+    ) -> Result<()> {
         let end = {
             let (_one, _many, _shared, _excl);
             match keys {
@@ -596,7 +612,12 @@ impl Inner {
                 }
                 Keys::All => _excl = self.gate.write(),
             }
-            let a = self.log.append(Kind::Batch, count, None, 0, parts)?;
+            let a = match body_crc {
+                Some(c) => self
+                    .log
+                    .append_with_crc(Kind::Batch, count, None, 0, parts, c)?,
+                None => self.log.append(Kind::Batch, count, None, 0, parts)?,
+            };
             let body: &[u8] = a
                 .seg
                 .bytes(a.body_off, parts.iter().map(|p| p.len()).sum())

@@ -9,6 +9,15 @@ use crate::t2::segment::Segment;
 /// Bytes of the checksum stored just before each value.
 pub(crate) const VALUE_CRC_LEN: usize = 4;
 
+/// The body checksum of a record whose body is `prefix` followed by a value
+/// whose own crc32c is `value_crc`: the value's crc is folded in with
+/// `crc32c_combine` (O(log len)) instead of a second pass over its bytes,
+/// so a write checksums each value byte once.
+pub(crate) fn body_crc(prefix: &[&[u8]], value_crc: u32, value_len: usize) -> u32 {
+    let c = prefix.iter().fold(0u32, |c, p| crc32c::crc32c_append(c, p));
+    crc32c::crc32c_combine(c, value_crc, value_len)
+}
+
 /// The checksum stored for the value at `off` in `seg`, if it lies inside
 /// the file.
 pub(crate) fn stored(seg: &Segment, off: usize) -> Option<u32> {

@@ -88,12 +88,14 @@ fn move_entry(
     let crc = crate::value_crc::verify(segment, off, value)?;
     let _g = inner.gate.read();
     let extra = (u64::from(seg) << 32) | off as u64;
-    let a = inner.log.append(
+    let crc_bytes = crc.to_le_bytes();
+    let a = inner.log.append_with_crc(
         Kind::Relocation,
         key.len() as u32,
         Some(e.seq),
         extra,
-        &[key, &crc.to_le_bytes(), value],
+        &[key, &crc_bytes, value],
+        crate::value_crc::body_crc(&[key, &crc_bytes], crc, value.len()),
     )?;
     crate::failpoint::hit("defragment.relocated");
     let new = Locator {

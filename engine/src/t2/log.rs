@@ -162,6 +162,25 @@ impl Log {
         extra: u64,
         parts: &[&[u8]],
     ) -> Result<Appended> {
+        let body_crc = parts.iter().fold(0u32, |c, p| crc32c::crc32c_append(c, p));
+        self.append_with_crc(kind, count_or_key_len, seq, extra, parts, body_crc)
+    }
+
+    /// [`Log::append`] with the body's crc32c already known (the caller
+    /// derived it without a second pass over the value).
+    pub fn append_with_crc(
+        &self,
+        kind: Kind,
+        count_or_key_len: u32,
+        seq: Option<u64>,
+        extra: u64,
+        parts: &[&[u8]],
+        body_crc: u32,
+    ) -> Result<Appended> {
+        debug_assert_eq!(
+            body_crc,
+            parts.iter().fold(0u32, |c, p| crc32c::crc32c_append(c, p))
+        );
         let body_len: usize = parts.iter().map(|p| p.len()).sum();
         if body_len > self.max_body() {
             return Err(Error::InvalidArgument(format!(
@@ -169,7 +188,6 @@ impl Log {
                 self.max_body()
             )));
         }
-        let body_crc = parts.iter().fold(0u32, |c, p| crc32c::crc32c_append(c, p));
         let len = record_len(body_len);
         loop {
             let seg = self.active.load_full();

@@ -63,7 +63,21 @@ pub struct Iter<'a> {
     value: Value,
     err: Option<Error>,
     verify: bool,
+    /// Forward steps since the last seek; from the second on the iterator
+    /// is taken to be scanning and reads ahead.
+    scan_steps: u32,
+    /// Readahead has been issued for entries up to this key.
+    ahead_to: Option<Vec<u8>>,
+    /// Entries the next readahead covers: 16, doubling to 256, as
+    /// RocksDB's iterator readahead grows.
+    ahead_window: usize,
 }
+
+const AHEAD_MIN: usize = 16;
+const AHEAD_MAX: usize = 256;
+/// Values closer than this are read ahead as one run (RocksDB's default
+/// `io_coalesce_threshold`).
+const AHEAD_COALESCE: u64 = 16 * 1024;
 
 impl<'a> Iter<'a> {
     pub(crate) fn new(inner: &'a Inner, bounds: Bounds, verify: bool) -> Self {
@@ -75,7 +89,51 @@ impl<'a> Iter<'a> {
             valid: false,
             value: Value::None,
             err: None,
+            scan_steps: 0,
+            ahead_to: None,
+            ahead_window: AHEAD_MIN,
         }
+    }
+
+    fn reset_scan(&mut self) {
+        self.scan_steps = 0;
+        self.ahead_to = None;
+        self.ahead_window = AHEAD_MIN;
+    }
+
+    /// Advises the value pages of the next `ahead_window` entries within
+    /// bounds (see `crate::t2::readahead`). A second cursor walks T1, which
+    /// is in RAM; only the values' pages may be cold.
+    fn read_ahead(&mut self) {
+        let mut c = self.inner.t1.cursor();
+        c.seek(self.cur.key());
+        let mut segs: Vec<Arc<Segment>> = Vec::new();
+        let mut values = Vec::with_capacity(self.ahead_window);
+        let mut last = None;
+        for _ in 0..self.ahead_window {
+            if !c.valid() || !self.bounds.contains(c.key()) {
+                break;
+            }
+            if let Payload::Stored(l) = c.entry().payload {
+                let idx = match segs.iter().position(|s| s.id == l.segment) {
+                    Some(i) => Some(i),
+                    None => self.inner.log.segment(l.segment).map(|s| {
+                        segs.push(s);
+                        segs.len() - 1
+                    }),
+                };
+                if let Some(i) = idx {
+                    values.push((i as u32, l.offset, l.len));
+                }
+            }
+            last = Some(c.key().to_vec());
+            c.next();
+        }
+        let runs = crate::t2::readahead::runs(values, AHEAD_COALESCE);
+        crate::t2::readahead::advise(&runs, |i| segs.get(i as usize).map(|s| &**s));
+        // Past the end of the bounds there is nothing more to read ahead.
+        self.ahead_to = Some(last.unwrap_or_else(|| self.cur.key().to_vec()));
+        self.ahead_window = (self.ahead_window * 2).min(AHEAD_MAX);
     }
 
     /// Whether the cursor is on an entry.
@@ -85,6 +143,7 @@ impl<'a> Iter<'a> {
 
     /// Moves to the first key within bounds.
     pub fn seek_to_first(&mut self) {
+        self.reset_scan();
         match self.bounds.lower.clone() {
             Some(l) => self.cur.seek(&l),
             None => self.cur.seek_to_first(),
@@ -94,6 +153,7 @@ impl<'a> Iter<'a> {
 
     /// Moves to the last key within bounds.
     pub fn seek_to_last(&mut self) {
+        self.reset_scan();
         match self.bounds.upper.clone() {
             Some(u) => self.last_below(&u),
             None => self.cur.seek_to_last(),
@@ -110,6 +170,7 @@ impl<'a> Iter<'a> {
 
     /// Moves to the first key `>= key` (and within bounds).
     pub fn seek(&mut self, key: &[u8]) {
+        self.reset_scan();
         match self.bounds.lower.clone() {
             Some(l) if key < l.as_slice() => self.cur.seek(&l),
             _ => self.cur.seek(key),
@@ -119,6 +180,7 @@ impl<'a> Iter<'a> {
 
     /// Moves to the last key `<= key` (and within bounds).
     pub fn seek_for_prev(&mut self, key: &[u8]) {
+        self.reset_scan();
         match self.bounds.upper.clone() {
             Some(u) if key >= u.as_slice() => self.last_below(&u),
             _ => self.cur.seek_for_prev(key),
@@ -131,12 +193,20 @@ impl<'a> Iter<'a> {
         if self.valid {
             self.cur.next();
             self.settle();
+            self.scan_steps = self.scan_steps.saturating_add(1);
+            if self.valid
+                && self.scan_steps >= 2
+                && self.ahead_to.as_deref().is_none_or(|k| self.cur.key() >= k)
+            {
+                self.read_ahead();
+            }
         }
     }
 
     /// Moves to the previous key. No effect when invalid.
     pub fn prev(&mut self) {
         if self.valid {
+            self.reset_scan();
             self.cur.prev();
             self.settle_back();
         }

@@ -517,11 +517,7 @@ pub fn html(results: &Results) -> String {
             .skip(1)
             .filter(|l| !l.starts_with('|') && !l.trim().is_empty())
         {
-            let _ = writeln!(
-                s,
-                "<p>{}</p>",
-                html_escape(p).replace('*', "").replace('`', "")
-            );
+            let _ = writeln!(s, "<p>{}</p>", html_escape(p).replace(['*', '`'], ""));
         }
         s.push_str(&md_to_html_table(&bg));
         let groups = super::bgjobs::chart_groups(&results.background_jobs);

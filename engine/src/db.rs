@@ -150,10 +150,27 @@ impl Db {
             prefault: opts.prefault,
             random: opts.random_access,
         };
+        // Prefaulting existing segments reads them all in: worth it when
+        // they fit in memory, a thrash when they are larger than it (the
+        // case vmemkv is built for). New segments are always prefaulted.
+        let existing = (listing.segments.len() as u64).saturating_mul(opts.segment_size as u64);
+        let open_opts = match crate::membudget::budget() {
+            Some(b) if opts.prefault && existing > b / 2 => {
+                info.log(format_args!(
+                    "open: not prefaulting {} existing segments ({existing} bytes): more than half of the {b}-byte memory budget",
+                    listing.segments.len()
+                ));
+                MapOpts {
+                    prefault: false,
+                    ..map_opts
+                }
+            }
+            _ => map_opts,
+        };
         let mut segs: BTreeMap<u32, Arc<Segment>> = BTreeMap::new();
         for &id in &listing.segments {
             let p = dir.join(segment::file_name(id));
-            segs.insert(id, Arc::new(Segment::open(&p, id, map_opts)?));
+            segs.insert(id, Arc::new(Segment::open(&p, id, open_opts)?));
         }
         let contiguous_from_zero = segs.keys().copied().eq(0..segs.len() as u32);
 

@@ -18,6 +18,7 @@ mod index;
 mod infolog;
 pub mod iter;
 pub mod maintenance;
+mod membudget;
 pub mod multiscan;
 pub mod options;
 pub mod stats;

@@ -389,6 +389,10 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         }
         // Free the disk before the next scenario's corpora.
         let _ = fs::remove_dir_all(cfg.work_dir.join(sc.name));
+        // Write what is done so far: a run stopped part-way (or killed)
+        // still leaves every finished scenario in the report.
+        results.cgroup = cgroup_notes.join("; ");
+        write_outputs(cfg, &results)?;
     }
     eprintln!();
     results.cgroup = cgroup_notes.join("; ");

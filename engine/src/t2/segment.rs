@@ -116,9 +116,12 @@ impl Segment {
             .metadata()
             .map_err(|e| Error::io(format!("stat of segment {}", path.display()), e))?
             .len();
-        if len < HEADER_LEN as u64 || len > u64::from(u32::MAX) || len % 16 != 0 {
+        // Segments are created at a multiple of 4 KiB (the option is
+        // validated), so any other size is a truncation, which would
+        // otherwise pass as a log that simply ends early.
+        if len < 4096 || len > u64::from(u32::MAX) || len % 4096 != 0 {
             return Err(Error::Corruption(format!(
-                "segment {} has size {len}, not a multiple of 16 between {HEADER_LEN} and 4 GiB",
+                "segment {} has size {len}, not a multiple of 4096 between 4 KiB and 4 GiB (truncated?)",
                 path.display()
             )));
         }

@@ -88,7 +88,12 @@ fn sigkill_mid_write_loses_no_acknowledged_sync_write() {
         let mut lines = BufReader::new(stdout).lines();
         let t0 = Instant::now();
         let kill_after = Duration::from_millis(300 + 250 * u64::from(round));
-        while t0.elapsed() < kill_after {
+        // Kill after `kill_after`, but not before the child has acknowledged
+        // enough writes to check (a loaded machine makes fsyncs slow).
+        let enough = |a: &[Vec<u64>; 3]| a.iter().map(Vec::len).sum::<usize>() > 20;
+        while (t0.elapsed() < kill_after || !enough(&acked))
+            && t0.elapsed() < Duration::from_secs(60)
+        {
             match lines.next() {
                 Some(Ok(l)) => {
                     let mut p = l.split_whitespace();

@@ -183,7 +183,9 @@ pub fn write_snapshot(dir: &Path, name: &str, lsn: u64, t1: &T1) -> Result<Snaps
     inner.write_all(&crc.to_le_bytes()).map_err(io)?;
     inner.write_all(SNAP_END).map_err(io)?;
     let file = inner.into_inner().map_err(|e| io(e.into_error()))?;
-    file.sync_all().map_err(io)?;
+    crate::failpoint::io_error("snapshot.sync")
+        .and_then(|()| file.sync_all())
+        .map_err(io)?;
     drop(file);
     std::fs::rename(&tmp, &dst).map_err(|e| {
         Error::io(

@@ -72,6 +72,38 @@ mod imp {
     }
 }
 
+/// I/O calls that tests can make fail with `EIO` (see [`io_error`]).
+pub const IO_POINTS: &[&str] = &["segment.msync", "segment.create", "snapshot.sync"];
+
+#[cfg(feature = "failpoints")]
+static IO_FAILING: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+
+/// Makes the I/O call `name` (one of [`IO_POINTS`]) fail with `EIO` until
+/// cleared, in this process (feature `failpoints`; a no-op without it).
+/// Models a disk that starts returning errors.
+pub fn set_io_error(name: &'static str, failing: bool) {
+    #[cfg(feature = "failpoints")]
+    if let Ok(mut v) = IO_FAILING.lock() {
+        v.retain(|n| *n != name);
+        if failing {
+            v.push(name);
+        }
+    }
+    #[cfg(not(feature = "failpoints"))]
+    let _ = (name, failing);
+}
+
+/// `Err(EIO)` if `name` was made to fail with [`set_io_error`].
+#[inline]
+pub fn io_error(name: &'static str) -> std::io::Result<()> {
+    debug_assert!(IO_POINTS.contains(&name), "unknown I/O point {name}");
+    #[cfg(feature = "failpoints")]
+    if IO_FAILING.lock().is_ok_and(|v| v.contains(&name)) {
+        return Err(std::io::Error::from_raw_os_error(libc::EIO));
+    }
+    Ok(())
+}
+
 /// Marks the point `name` (see the module docs).
 #[inline]
 pub fn hit(name: &'static str) {

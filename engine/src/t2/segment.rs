@@ -82,8 +82,13 @@ impl Segment {
             .mode(0o644)
             .open(&path)
             .map_err(|e| Error::io(format!("creating segment {}", path.display()), e))?;
-        file.set_len(size as u64)
-            .map_err(|e| Error::io(format!("sizing segment {}", path.display()), e))?;
+        if let Err(e) =
+            crate::failpoint::io_error("segment.create").and_then(|()| file.set_len(size as u64))
+        {
+            drop(file);
+            let _ = std::fs::remove_file(&path);
+            return Err(Error::io(format!("sizing segment {}", path.display()), e));
+        }
         // Allocate the blocks now: a write through a shared mapping into a
         // hole on a full disk is a SIGBUS, while this fails with ENOSPC as
         // a typed error. Filesystems without fallocate keep a sparse file.
@@ -258,8 +263,8 @@ impl Segment {
         if len == 0 {
             return Ok(());
         }
-        self.map
-            .flush_range(off, len)
+        crate::failpoint::io_error("segment.msync")
+            .and_then(|()| self.map.flush_range(off, len))
             .map_err(|e| Error::io(format!("msync of {}", self.path.display()), e))
     }
 

@@ -1,0 +1,98 @@
+//! EIO from a failing disk, through the engine's injectable I/O errors
+//! (`vmemkv::failpoint::set_io_error`, feature `failpoints`): the failing
+//! call is an `IoError` naming what failed, the engine keeps serving reads,
+//! and once the disk works again the same handle continues and a reopen
+//! finds every acknowledged write. Its own test binary: the switch is
+//! process-wide.
+
+use vmemkv::failpoint::set_io_error;
+use vmemkv::{Db, Error, Options, WriteOptions};
+
+fn key(i: u32) -> Vec<u8> {
+    format!("k{i:06}").into_bytes()
+}
+
+fn val(i: u32) -> Vec<u8> {
+    vec![(i % 251) as u8; 2000]
+}
+
+fn io_error_naming(r: vmemkv::Result<()>, what: &str) {
+    match r {
+        Err(Error::IoError(m)) => assert!(m.contains(what) && m.contains("os error 5"), "{m}"),
+        other => panic!("expected an IoError naming {what}, got {other:?}"),
+    }
+}
+
+#[test]
+fn eio_is_an_io_error_reads_go_on_and_the_engine_recovers() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let opts = || Options::default().segment_size(1 << 20).background(false);
+    let sync = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    let mut acked = Vec::new();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..100 {
+            db.put_opt(&sync, &key(i), &val(i))
+                .unwrap_or_else(|e| panic!("{e}"));
+            acked.push(i);
+        }
+
+        // msync fails: sync writes and checkpoints report it.
+        set_io_error("segment.msync", true);
+        io_error_naming(db.put_opt(&sync, &key(100), &val(100)), "msync of");
+        io_error_naming(db.checkpoint(), "msync of");
+        for &i in &acked {
+            assert_eq!(
+                db.get(&key(i)).ok().flatten(),
+                Some(val(i)),
+                "read {i} while failing"
+            );
+        }
+        set_io_error("segment.msync", false);
+        db.put_opt(&sync, &key(100), &val(100))
+            .unwrap_or_else(|e| panic!("{e}"));
+        acked.push(100);
+
+        // The snapshot's fsync fails: the checkpoint fails, the old state stands.
+        set_io_error("snapshot.sync", true);
+        io_error_naming(db.checkpoint(), "CHECKPOINT-");
+        set_io_error("snapshot.sync", false);
+        db.checkpoint().unwrap_or_else(|e| panic!("{e}"));
+
+        // Creating the next segment fails: the write that needs it fails,
+        // and the one after the disk recovers goes through.
+        set_io_error("segment.create", true);
+        let mut failed = None;
+        for i in 101..2000 {
+            match db.put_opt(&sync, &key(i), &val(i)) {
+                Ok(()) => acked.push(i),
+                Err(e) => {
+                    failed = Some((i, e));
+                    break;
+                }
+            }
+        }
+        let (i, e) = failed.unwrap_or_else(|| panic!("no write needed a new segment"));
+        assert!(
+            matches!(&e, Error::IoError(m) if m.contains("sizing segment")),
+            "{e}"
+        );
+        set_io_error("segment.create", false);
+        for j in i..i + 700 {
+            db.put_opt(&sync, &key(j), &val(j))
+                .unwrap_or_else(|e| panic!("write {j}: {e}"));
+            acked.push(j);
+        }
+    }
+    let db = Db::open(dir.path(), opts()).unwrap_or_else(|e| panic!("reopen: {e}"));
+    for &i in &acked {
+        assert_eq!(
+            db.get(&key(i)).ok().flatten(),
+            Some(val(i)),
+            "key {i} after reopen"
+        );
+    }
+}

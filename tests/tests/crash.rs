@@ -12,17 +12,23 @@ fn cycles(default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// `crash_test run` for `engine` and `mode` with the CI key space and kill
+/// window; callers add flags.
+fn crash_test(engine: &str, mode: &str, cycles: usize) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crash_test"));
+    cmd.args(["run", "--engine", engine, "--mode", mode]).args([
+        "--cycles",
+        &cycles.to_string(),
+        "--keys",
+        "1000",
+        "--kill-ms",
+        "20:200",
+    ]);
+    cmd
+}
+
 fn run(engine: EngineKind, mode: &str, cycles: usize) {
-    let out = Command::new(env!("CARGO_BIN_EXE_crash_test"))
-        .args(["run", "--engine", engine.as_str(), "--mode", mode])
-        .args([
-            "--cycles",
-            &cycles.to_string(),
-            "--keys",
-            "1000",
-            "--kill-ms",
-            "20:200",
-        ])
+    let out = crash_test(engine.as_str(), mode, cycles)
         .output()
         .expect("run crash_test");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -59,24 +65,10 @@ fn vmemkv_disable_wal() {
 #[test]
 fn vmemkv_failpoints_all_modes() {
     let cycles = cycles(48);
-    let out = Command::new(env!("CARGO_BIN_EXE_crash_test"))
-        .args([
-            "run",
-            "--engine",
-            "vmemkv",
-            "--mode",
-            "all",
-            "--failpoints",
-            "all",
-        ])
-        .args([
-            "--cycles",
-            &cycles.to_string(),
-            "--keys",
-            "1000",
-            "--kill-ms",
-            "20:200",
-        ])
+    let out = crash_test("vmemkv", "all", cycles)
+        // A longer life per child than the random-kill tests, so most
+        // cycles reach their armed step even on a loaded machine.
+        .args(["--failpoints", "all", "--kill-ms", "200:600"])
         // Small segments and shards, so rollover, retire and split happen
         // within a cycle.
         .args([
@@ -104,19 +96,23 @@ fn vmemkv_failpoints_all_modes() {
             "{stdout}"
         );
     }
-    let fired: Vec<usize> = stdout
+    let fired: Vec<&str> = stdout
         .lines()
         .filter_map(|l| l.trim().strip_prefix("failpoint kills: "))
-        .map(|l| l.split_whitespace().count())
         .collect();
     assert_eq!(
         fired.len(),
         3,
         "every mode reports failpoint kills:\n{stdout}"
     );
+    let distinct: std::collections::BTreeSet<&str> = fired
+        .iter()
+        .flat_map(|l| l.split_whitespace())
+        .filter_map(|kv| kv.split_once('=').map(|(k, _)| k))
+        .collect();
     assert!(
-        fired.iter().all(|&n| n >= 5),
-        "most failpoints must fire in every mode: {fired:?}\n{stdout}"
+        fired.iter().all(|l| l.split_whitespace().count() >= 4) && distinct.len() >= 6,
+        "most failpoints must fire: {distinct:?}\n{stdout}"
     );
     println!("{stdout}");
 }

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH]
-//!               [--rivals=auto|0|1] [--scenarios=8B-mem,1KB-LTM]
+//!               [--rivals=auto|0|1] [--scenarios=8B-mem,1KB-LTM] [--threads=1,2,4]
 //! ```
 
 #[path = "../report/mod.rs"]
@@ -19,6 +19,7 @@ fn main() -> ExitCode {
     let mut db_bench: Option<PathBuf> = None;
     let mut rivals = "auto".to_string();
     let mut only = Vec::new();
+    let mut threads = Vec::new();
     for arg in std::env::args().skip(1) {
         let (k, v) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
         match k {
@@ -34,8 +35,15 @@ fn main() -> ExitCode {
             "--db-bench" => db_bench = Some(PathBuf::from(v)),
             "--rivals" => rivals = v.to_string(),
             "--scenarios" => only = v.split(',').map(str::to_string).collect(),
+            "--threads" => match v.split(',').map(str::parse::<usize>).collect() {
+                Ok(t) if !v.is_empty() => threads = t,
+                _ => {
+                    eprintln!("vmemkv_report: --threads: expected a list like 1,2,4, got '{v}'");
+                    return ExitCode::from(2);
+                }
+            },
             "--help" | "-h" => {
-                println!("usage: vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH] [--rivals=auto|0|1] [--scenarios=a,b]");
+                println!("usage: vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH] [--rivals=auto|0|1] [--scenarios=a,b] [--threads=1,2,4]");
                 return ExitCode::SUCCESS;
             }
             _ => {
@@ -63,6 +71,7 @@ fn main() -> ExitCode {
         out_dir: out.clone(),
         with_rivals,
         only_scenarios: only,
+        threads,
     };
     match report::run(&cfg) {
         Ok(res) => {

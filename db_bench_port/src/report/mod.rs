@@ -37,6 +37,8 @@ pub struct Config {
     pub with_rivals: bool,
     /// Only these scenarios (by name); empty = all.
     pub only_scenarios: Vec<String>,
+    /// Thread counts instead of the scale's; empty = the scale's.
+    pub threads: Vec<usize>,
 }
 
 /// One db_bench run in the matrix.
@@ -238,7 +240,11 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         .filter(|s| cfg.only_scenarios.is_empty() || cfg.only_scenarios.iter().any(|o| o == s.name))
         .collect();
     let variants = matrix::variants(cfg.scale, cfg.with_rivals);
-    let thread_counts = matrix::threads(cfg.scale);
+    let thread_counts = if cfg.threads.is_empty() {
+        matrix::threads(cfg.scale)
+    } else {
+        cfg.threads.clone()
+    };
     let workloads = matrix::workloads();
     let max_threads = thread_counts.iter().copied().max().unwrap_or(1);
     let runs_per_scenario: usize = thread_counts
@@ -287,7 +293,10 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         let cg = match sc.mem_limit {
             Some(limit) => match cgroup::MemoryCgroup::create(
                 &cgroup::Roots::default(),
-                "vmemkv-report",
+                // One group per report process: two reports at once (a
+                // CI smoke run beside a full run) must not share a limit,
+                // or remove each other's group.
+                &format!("vmemkv-report-{}", std::process::id()),
                 limit,
             ) {
                 Ok(cg) => {

@@ -381,6 +381,10 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
                     }
                 }
             }
+            // Keep the files current after every workload, so a long run
+            // stopped part-way still leaves everything it measured.
+            results.cgroup = cgroup_notes.join("; ");
+            write_outputs(cfg, &results)?;
         }
         if sc.name == bgjobs::SCENARIO && !sc.is_ltm() && !bg_variants.is_empty() {
             // The workloads above changed the corpora (Delete last): start

@@ -15,6 +15,7 @@ pub const NAMES: &[&str] = &[
     "defragment.before_retire",
     "retire.unlinked",
     "rollover.sealed",
+    "segment.built",
     "reorganize.merged",
     "split.published",
 ];

@@ -72,23 +72,40 @@ impl std::fmt::Debug for Segment {
 }
 
 impl Segment {
-    /// Creates a new zero-filled (sparse) segment and makes its size durable.
+    /// Creates a new zero-filled segment and makes its size durable.
+    ///
+    /// The file is built as `NNNNNNNN.seg.tmp` (sized, allocated, fsynced)
+    /// and only then given its name with a hard link, which never replaces
+    /// an existing file: a kill at any point leaves either no segment or a
+    /// complete one, never a short file that would fail the next open
+    /// (`*.tmp` files are removed on open). Callers fsync the directory.
     pub fn create(dir: &Path, id: u32, size: usize, mo: MapOpts) -> Result<Segment> {
         let path = dir.join(file_name(id));
+        let tmp = dir.join(format!("{}.tmp", file_name(id)));
+        let _ = std::fs::remove_file(&tmp);
+        let built = Self::build(&tmp, size);
+        let linked = built.and_then(|file| {
+            crate::failpoint::hit("segment.built");
+            std::fs::hard_link(&tmp, &path)
+                .map_err(|e| Error::io(format!("creating segment {}", path.display()), e))?;
+            Ok(file)
+        });
+        let _ = std::fs::remove_file(&tmp);
+        Self::map(id, path, linked?, size, mo)
+    }
+
+    /// Creates `tmp` with `size` allocated bytes, fsynced.
+    fn build(tmp: &Path, size: usize) -> Result<File> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .mode(0o644)
-            .open(&path)
-            .map_err(|e| Error::io(format!("creating segment {}", path.display()), e))?;
-        if let Err(e) =
-            crate::failpoint::io_error("segment.create").and_then(|()| file.set_len(size as u64))
-        {
-            drop(file);
-            let _ = std::fs::remove_file(&path);
-            return Err(Error::io(format!("sizing segment {}", path.display()), e));
-        }
+            .open(tmp)
+            .map_err(|e| Error::io(format!("creating segment {}", tmp.display()), e))?;
+        crate::failpoint::io_error("segment.create")
+            .and_then(|()| file.set_len(size as u64))
+            .map_err(|e| Error::io(format!("sizing segment {}", tmp.display()), e))?;
         // Allocate the blocks now: a write through a shared mapping into a
         // hole on a full disk is a SIGBUS, while this fails with ENOSPC as
         // a typed error. Filesystems without fallocate keep a sparse file.
@@ -97,17 +114,15 @@ impl Segment {
         if rc != 0 {
             let err = std::io::Error::last_os_error();
             if err.raw_os_error() != Some(libc::EOPNOTSUPP) {
-                drop(file);
-                let _ = std::fs::remove_file(&path);
                 return Err(Error::io(
-                    format!("allocating {size} bytes for segment {}", path.display()),
+                    format!("allocating {size} bytes for segment {}", tmp.display()),
                     err,
                 ));
             }
         }
         file.sync_all()
-            .map_err(|e| Error::io(format!("syncing segment {}", path.display()), e))?;
-        Self::map(id, path, file, size, mo)
+            .map_err(|e| Error::io(format!("syncing segment {}", tmp.display()), e))?;
+        Ok(file)
     }
 
     /// Opens an existing segment.

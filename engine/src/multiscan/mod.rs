@@ -34,19 +34,22 @@
 //! [`fallback::DISABLE_ENV`] set) one warning is printed and every scan
 //! takes the synchronous path, with identical results.
 //!
-//! **Buffers**: by default reads land in buffers owned by the scan and
-//! values are served from them ([`BufferMode::Owned`]);
-//! [`BufferMode::PageCache`] only populates the page cache and serves from
-//! the mapping. Owned is the default: with values scattered (data loaded
-//! in random order, ~1,500 separate 4 KiB reads per scan) it was faster in
-//! every run (`benches/multiscan.rs`, 1M keys, cold: 46.1 vs 33.6 ops/s with
-//! 1 thread, 52.9 vs 43.5 with 2), because serving from the mapping costs a
-//! page fault per 4 KiB page afterwards (segments are `MADV_RANDOM`, which
-//! turns fault-around off). With data loaded in key order (15 reads of
-//! ~64 KiB per scan) the two swapped places between runs (189 vs 247,
-//! 346 vs 155 ops/s): noise on this shared machine. Owned buffers also
-//! cannot be evicted between the read and the use, which page-cache
-//! prefetch can under memory pressure, the case vmemkv is built for.
+//! **Buffers**: by default ([`BufferMode::PageCache`]) each extent is an
+//! `IORING_OP_FADVISE(POSIX_FADV_WILLNEED)`: the kernel reads the pages
+//! into the page cache as one large readahead and values are served from
+//! the mapping; a value whose pages are still in flight blocks on the page
+//! lock, not on the ring. [`BufferMode::Owned`] issues `IORING_OP_READ`
+//! into buffers owned by the scan instead. Buffered io_uring reads of
+//! uncached pages are retried by the kernel page by page as readahead
+//! completes, and each costs a copy and a fresh anonymous buffer, so
+//! advice won or tied in every case measured (cold, 1 thread, db_bench
+//! `multiscan` 15 x 100 keys, ops/s, advice vs read vs the synchronous
+//! path): 1 KiB values loaded in key order 579-627 vs 356-468 vs 422-511
+//! (8 GiB cgroup) and 548-640 vs 354-439 vs 266-346 (384 MiB); in random
+//! order 127-156 vs 119-142 vs 73-84 and 103-128 vs 106-119 vs 70-91;
+//! 64 KiB values in a 384 MiB cgroup 6-12 vs 3-6 vs 11-13 (96 MB per
+//! scan: the disk's bandwidth is the limit for every path). `O_DIRECT`
+//! reads into owned buffers were slower still (1 op/s on the 64 KiB case).
 //!
 //! **Warm cache**: pages found resident are not read; once the first
 //! residency probes of a window find nothing missing, the rest of the
@@ -112,11 +115,12 @@ impl ScanRange {
 /// Where prefetched bytes go (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BufferMode {
-    /// Into buffers owned by the scan; values are served from them.
-    #[default]
+    /// `IORING_OP_READ` into buffers owned by the scan; values are served
+    /// from them.
     Owned,
-    /// Into a discarded scratch buffer: only the page cache is populated,
-    /// values are served from the mapping.
+    /// `IORING_OP_FADVISE(WILLNEED)`: the kernel reads the pages into the
+    /// page cache and values are served from the mapping. The default.
+    #[default]
     PageCache,
 }
 
@@ -157,7 +161,7 @@ impl Default for MultiScanArgs {
             lower_bound: None,
             upper_bound: None,
             disable_io_uring: false,
-            buffer_mode: BufferMode::Owned,
+            buffer_mode: BufferMode::PageCache,
             verify_checksums: true,
         }
     }

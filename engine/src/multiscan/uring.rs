@@ -69,6 +69,9 @@ struct Op {
     off: u64,
     len: u32,
     buf: Vec<u8>,
+    /// Submitted as `POSIX_FADV_WILLNEED`: the kernel reads the pages into
+    /// the page cache and the value is served from the mapping.
+    advise: bool,
     status: Status,
     /// The scan no longer needs it: free the buffer once reaped.
     released: bool,
@@ -91,10 +94,9 @@ pub(crate) struct Reader {
     pending: VecDeque<usize>,
     inflight: usize,
     /// Reads land in per-read buffers that values are served from
-    /// (`true`), or in one shared scratch buffer that is never read, so
-    /// that only the page cache is populated (`false`).
+    /// (`true`), or every read is a `WILLNEED` advice that only populates
+    /// the page cache (`false`).
     keep: bool,
-    scratch: Vec<u8>,
     pub stats: IoStats,
 }
 
@@ -107,7 +109,6 @@ impl Reader {
             pending: VecDeque::new(),
             inflight: 0,
             keep: keep_buffers,
-            scratch: Vec::new(),
             stats: IoStats::default(),
         })
     }
@@ -124,6 +125,7 @@ impl Reader {
                 off,
                 len,
                 buf: Vec::new(),
+                advise: false,
                 status: Status::Pending,
                 released: false,
             });
@@ -151,31 +153,24 @@ impl Reader {
                 continue;
             }
             let len = op.len as usize;
-            let ptr = if keep {
-                op.buf = vec![0u8; len];
-                op.buf.as_mut_ptr()
+            let fd = types::Fd(op.seg.file().as_raw_fd());
+            op.advise = !keep;
+            let sqe = if op.advise {
+                opcode::Fadvise::new(fd, len as libc::off_t, libc::POSIX_FADV_WILLNEED)
+                    .offset(op.off)
+                    .build()
             } else {
-                if self.scratch.len() < len {
-                    if self.inflight > 0 {
-                        // The scratch is in use by the kernel: it may not
-                        // move. Retry after the ring drains.
-                        self.pending.push_front(id);
-                        break;
-                    }
-                    self.scratch = vec![0u8; len];
-                }
-                self.scratch.as_mut_ptr()
-            };
-            let sqe = opcode::Read::new(types::Fd(op.seg.file().as_raw_fd()), ptr, op.len)
-                .offset(op.off)
-                .build()
-                .user_data(id as u64);
-            // SAFETY: `ptr` points at `len` writable bytes owned by this
-            // reader (the op's buffer, or the scratch which is at least
-            // `len` long and only ever grown while nothing is in flight);
-            // neither is freed, moved or resized until the completion for
-            // `id` is reaped (`reap` and `Drop`). The fd stays open because
-            // the op holds an `Arc` of its segment.
+                op.buf = vec![0u8; len];
+                opcode::Read::new(fd, op.buf.as_mut_ptr(), op.len)
+                    .offset(op.off)
+                    .build()
+            }
+            .user_data(id as u64);
+            // SAFETY: a read's buffer is `len` writable bytes owned by the
+            // op, which is neither freed, moved nor resized until the
+            // completion for `id` is reaped (`reap` and `Drop`); an advice
+            // touches no user memory. The fd stays open because the op
+            // holds an `Arc` of its segment.
             let ok = unsafe { self.ring.submission().push(&sqe).is_ok() };
             if !ok {
                 self.pending.push_front(id);
@@ -199,13 +194,18 @@ impl Reader {
                 continue;
             };
             self.inflight = self.inflight.saturating_sub(1);
-            op.status = if res >= 0 && res as u32 == op.len {
+            let complete = if op.advise {
+                res == 0
+            } else {
+                res >= 0 && res as u32 == op.len
+            };
+            op.status = if complete {
                 Status::Done
             } else {
                 self.stats.failed += 1;
                 Status::Failed
             };
-            if op.released || !self.keep {
+            if op.released {
                 op.buf = Vec::new();
             }
         }
@@ -271,7 +271,7 @@ impl Reader {
     /// The bytes of a completed read whose buffer was kept.
     pub fn buffer(&self, id: usize) -> Option<&[u8]> {
         let op = self.ops.get(id)?.as_ref()?;
-        (op.status == Status::Done && self.keep && !op.released).then_some(op.buf.as_slice())
+        (op.status == Status::Done && !op.advise && !op.released).then_some(op.buf.as_slice())
     }
 
     /// The scan no longer needs read `id`: its buffer is freed now, or on
@@ -302,7 +302,6 @@ impl Drop for Reader {
                     // The ring is unusable; leak the buffers rather than
                     // free memory the kernel may still write.
                     std::mem::forget(std::mem::take(&mut self.ops));
-                    std::mem::forget(std::mem::take(&mut self.scratch));
                     // SAFETY: `ring` is not used after this point.
                     unsafe { ManuallyDrop::drop(&mut self.ring) };
                     return;

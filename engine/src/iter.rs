@@ -71,6 +71,10 @@ pub struct Iter<'a> {
     /// Entries the next readahead covers: 16, doubling to 256, as
     /// RocksDB's iterator readahead grows.
     ahead_window: usize,
+    /// A readahead window since the last seek found nothing to read (all
+    /// values inline or resident): the scan is warm, and walking T1 a
+    /// second time per window would only double its cost. Reset by a seek.
+    ahead_off: bool,
 }
 
 const AHEAD_MIN: usize = 16;
@@ -92,6 +96,7 @@ impl<'a> Iter<'a> {
             scan_steps: 0,
             ahead_to: None,
             ahead_window: AHEAD_MIN,
+            ahead_off: false,
         }
     }
 
@@ -99,6 +104,7 @@ impl<'a> Iter<'a> {
         self.scan_steps = 0;
         self.ahead_to = None;
         self.ahead_window = AHEAD_MIN;
+        self.ahead_off = false;
     }
 
     /// Advises the value pages of the next `ahead_window` entries within
@@ -130,7 +136,8 @@ impl<'a> Iter<'a> {
             c.next();
         }
         let runs = crate::t2::readahead::runs(values, AHEAD_COALESCE);
-        crate::t2::readahead::advise(&runs, |i| segs.get(i as usize).map(|s| &**s));
+        self.ahead_off =
+            !crate::t2::readahead::advise(&runs, |i| segs.get(i as usize).map(|s| &**s));
         // Past the end of the bounds there is nothing more to read ahead.
         self.ahead_to = Some(last.unwrap_or_else(|| self.cur.key().to_vec()));
         self.ahead_window = (self.ahead_window * 2).min(AHEAD_MAX);
@@ -195,6 +202,7 @@ impl<'a> Iter<'a> {
             self.settle();
             self.scan_steps = self.scan_steps.saturating_add(1);
             if self.valid
+                && !self.ahead_off
                 && self.scan_steps >= 2
                 && self.ahead_to.as_deref().is_none_or(|k| self.cur.key() >= k)
             {

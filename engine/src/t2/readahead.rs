@@ -40,9 +40,13 @@ pub(crate) fn runs(
     runs
 }
 
-/// Advises every run unless the first few are already resident.
-/// `seg(key)` maps a run's segment key to its segment.
-pub(crate) fn advise<'s>(runs: &[(u32, u64, u64)], seg: impl Fn(u32) -> Option<&'s Segment>) {
+/// Advises every run unless the first few are already resident, and
+/// returns whether it advised anything. `seg(key)` maps a run's segment key
+/// to its segment.
+pub(crate) fn advise<'s>(
+    runs: &[(u32, u64, u64)],
+    seg: impl Fn(u32) -> Option<&'s Segment>,
+) -> bool {
     let mut pages = Vec::new();
     let warm = runs.iter().take(PROBES).all(|&(k, a, b)| {
         seg(k).is_some_and(|s| {
@@ -51,13 +55,14 @@ pub(crate) fn advise<'s>(runs: &[(u32, u64, u64)], seg: impl Fn(u32) -> Option<&
         })
     });
     if warm {
-        return;
+        return false;
     }
     for &(k, a, b) in runs {
         if let Some(s) = seg(k) {
             s.will_need(a as usize, (b - a) as usize);
         }
     }
+    true
 }
 
 #[cfg(test)]

@@ -566,11 +566,13 @@ impl Benchmark {
                     Err(_) => panicked = true,
                 }
             }
+            let ended_secs = start.elapsed().as_secs_f64();
             stop.stop();
             let timeline = reporter.and_then(|h| h.join().ok()).unwrap_or_default();
             let injected = injector.and_then(|h| h.join().ok()).unwrap_or_default();
-            (stats, timeline, injected, panicked)
+            (stats, timeline, (injected, ended_secs), panicked)
         });
+        let (injected, ended_secs) = injected;
         self.total_thread_count += n as u64;
         if panicked {
             return Err(Fatal(format!(
@@ -602,8 +604,11 @@ impl Benchmark {
                 continue;
             }
             let status = inj.error.as_deref().unwrap_or("OK");
-            let rate = if inj.took_secs > 0.0 {
-                inj.ops_during as f64 / inj.took_secs
+            // Operations stop when the benchmark does: a call that outlasts
+            // it is rated over the time both ran, not its whole duration.
+            let overlap = inj.took_secs.min(ended_secs - inj.started_secs).max(0.0);
+            let rate = if overlap > 0.0 {
+                inj.ops_during as f64 / overlap
             } else {
                 0.0
             };

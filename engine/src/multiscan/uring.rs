@@ -69,9 +69,6 @@ struct Op {
     off: u64,
     len: u32,
     buf: Vec<u8>,
-    /// Submitted as `POSIX_FADV_WILLNEED`: the kernel reads the pages into
-    /// the page cache and the value is served from the mapping.
-    advise: bool,
     status: Status,
     /// The scan no longer needs it: free the buffer once reaped.
     released: bool,
@@ -125,7 +122,6 @@ impl Reader {
                 off,
                 len,
                 buf: Vec::new(),
-                advise: false,
                 status: Status::Pending,
                 released: false,
             });
@@ -154,14 +150,13 @@ impl Reader {
             }
             let len = op.len as usize;
             let fd = types::Fd(op.seg.file().as_raw_fd());
-            op.advise = !keep;
-            let sqe = if op.advise {
-                opcode::Fadvise::new(fd, len as libc::off_t, libc::POSIX_FADV_WILLNEED)
+            let sqe = if keep {
+                op.buf = vec![0u8; len];
+                opcode::Read::new(fd, op.buf.as_mut_ptr(), op.len)
                     .offset(op.off)
                     .build()
             } else {
-                op.buf = vec![0u8; len];
-                opcode::Read::new(fd, op.buf.as_mut_ptr(), op.len)
+                opcode::Fadvise::new(fd, len as libc::off_t, libc::POSIX_FADV_WILLNEED)
                     .offset(op.off)
                     .build()
             }
@@ -188,16 +183,18 @@ impl Reader {
     }
 
     fn reap(&mut self) {
+        let keep = self.keep;
         for c in self.ring.completion() {
             let (ud, res) = (c.user_data(), c.result());
             let Some(op) = self.ops.get_mut(ud as usize).and_then(Option::as_mut) else {
                 continue;
             };
             self.inflight = self.inflight.saturating_sub(1);
-            let complete = if op.advise {
-                res == 0
-            } else {
+            // A read returns its length; an advice returns 0.
+            let complete = if keep {
                 res >= 0 && res as u32 == op.len
+            } else {
+                res == 0
             };
             op.status = if complete {
                 Status::Done
@@ -271,7 +268,7 @@ impl Reader {
     /// The bytes of a completed read whose buffer was kept.
     pub fn buffer(&self, id: usize) -> Option<&[u8]> {
         let op = self.ops.get(id)?.as_ref()?;
-        (op.status == Status::Done && !op.advise && !op.released).then_some(op.buf.as_slice())
+        (op.status == Status::Done && self.keep && !op.released).then_some(op.buf.as_slice())
     }
 
     /// The scan no longer needs read `id`: its buffer is freed now, or on

@@ -602,3 +602,34 @@ fn cold_sync_scan_reads_ahead_within_the_current_range_only() {
         "a range not yet entered was read"
     );
 }
+
+#[test]
+fn prefetch_ahead_is_bounded_and_refilled_as_ranges_are_consumed() {
+    let st = store();
+    let m = load_sequential(&st, 3000, 700);
+    let ranges: Vec<ScanRange> = (0..10)
+        .map(|r| ScanRange::new(&key(r * 300), &key(r * 300 + 200)))
+        .collect();
+    let total = 10 * 200 * 700;
+    st.evict();
+    let a = MultiScanArgs {
+        max_prefetch_ahead: 64 << 10,
+        ..args(ranges.clone(), true)
+    };
+    let ms = multiscan::multi_scan(&st.t1, &st.log, &a).unwrap_or_else(|e| panic!("{e}"));
+    let upfront = ms.stats().bytes;
+    drop(ms);
+    assert!(
+        upfront > 0 && upfront <= 128 << 10,
+        "{upfront} bytes planned before the first key, limit 64 KiB + one 16 KiB window"
+    );
+    st.evict();
+    let (got, stats) = run(&st, &a);
+    assert_eq!(got, model_scan(&m, &ranges));
+    assert!(
+        stats.bytes >= total,
+        "later ranges were not prefetched once room was made: {} of {total} bytes",
+        stats.bytes
+    );
+    assert!(!stats.prefetch_limited);
+}

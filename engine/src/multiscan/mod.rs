@@ -12,6 +12,17 @@
 //! unbounded one [`UNBOUNDED_WINDOW`]; once a window is half consumed the
 //! next one is resolved and its reads queued, so the queue stays full.
 //!
+//! **Prefetch is bounded by memory** (module `ahead`): a window also ends
+//! at a quarter of `max_prefetch_ahead`, and ranges after the current one
+//! are planned only while all scans of the process together hold less
+//! than `max_prefetch_ahead` bytes planned and unconsumed (default an
+//! eighth of the memory budget: 48 MiB in a 384 MiB cgroup). The rest are
+//! planned as earlier ones are consumed. Unbounded, a 15 x 100-key scan of
+//! 64 KiB values put 96 MB in flight, and 2 threads in a 384 MiB cgroup
+//! evicted their own prefetch: cold db_bench `multiscan`, 48k x 64 KiB,
+//! 6 s runs, 3 interleaved, async 10 -> 14 ops/s at 2 threads and 12 -> 14
+//! at 4 (sync 15-17: at ~1.5 GB/s every path is at the disk's bandwidth).
+//!
 //! **Semantics** (RocksDB's): ranges in increasing start order, results
 //! range by range, key by key; validation as [`MultiScanArgs::validate`].
 //! Like `Iter`, a scan reads T1 live; it is not a snapshot. Values are never
@@ -65,6 +76,7 @@
 //! the pool's pop/push. Reads beyond 256 in flight are queued and submitted
 //! as completions arrive.
 
+mod ahead;
 pub mod fallback;
 pub(crate) mod plan;
 mod readahead;
@@ -137,6 +149,11 @@ pub struct MultiScanArgs {
     /// Bytes prefetched at most; 0 = unlimited. Past it the scan continues
     /// synchronously.
     pub max_prefetch_size: u64,
+    /// Ranges after the current one are planned only while the bytes that
+    /// all scans of the process have planned and not yet consumed are
+    /// below this; 0 = an eighth of the memory budget (see the module
+    /// docs). Windows of entries are cut at a quarter of it.
+    pub max_prefetch_ahead: u64,
     /// `ReadOptions::iterate_lower_bound`, intersected with every range.
     pub lower_bound: Option<Vec<u8>>,
     /// `ReadOptions::iterate_upper_bound`, intersected with every range.
@@ -158,6 +175,7 @@ impl Default for MultiScanArgs {
             use_async_io: false,
             io_coalesce_threshold: DEFAULT_IO_COALESCE_THRESHOLD,
             max_prefetch_size: 0,
+            max_prefetch_ahead: 0,
             lower_bound: None,
             upper_bound: None,
             disable_io_uring: false,
@@ -244,6 +262,34 @@ struct Io {
     keep: bool,
     planner: Planner,
     extents: Vec<Extent>,
+    /// This scan's planned, unconsumed bytes in the process-wide budget.
+    held: ahead::Held,
+    /// First range whose first window is not planned yet.
+    next_plan: usize,
+}
+
+impl Io {
+    /// Plans window `w`'s reads and queues them (`urgent`: ahead of the
+    /// reads of other ranges).
+    fn plan(&mut self, w: &mut Window, segs: &SegTable, urgent: bool) {
+        let base = self.extents.len();
+        self.planner.plan(w, segs, base, &mut self.extents);
+        w.ext_lo = base;
+        w.ext_hi = self.extents.len();
+        let ids: Box<dyn Iterator<Item = usize>> = if urgent {
+            Box::new((base..w.ext_hi).rev())
+        } else {
+            Box::new(base..w.ext_hi)
+        };
+        for id in ids {
+            if let Some(x) = self.extents.get(id) {
+                if let Some(seg) = segs.segs.get(x.seg as usize) {
+                    self.reader.enqueue(id, seg, x.start, x.len, urgent);
+                    self.held.add(u64::from(x.len));
+                }
+            }
+        }
+    }
 }
 
 /// A running MultiScan. Consume it range by range ([`Self::next_range`]),
@@ -262,6 +308,8 @@ pub struct MultiScanIter<'a> {
     verify: bool,
     /// `io_coalesce_threshold`, for the synchronous path's readahead.
     coalesce: u64,
+    /// `max_prefetch_ahead`, resolved.
+    ahead_limit: u64,
 }
 
 fn max_lower(a: &[u8], b: Option<&[u8]>) -> Vec<u8> {
@@ -315,6 +363,8 @@ pub fn multi_scan<'a>(t1: &'a T1, log: &'a Log, args: &MultiScanArgs) -> Result<
             keep,
             planner: Planner::new(args.io_coalesce_threshold, args.max_prefetch_size),
             extents: Vec::new(),
+            held: ahead::Held::default(),
+            next_plan: 0,
         })
     } else {
         None
@@ -331,32 +381,33 @@ pub fn multi_scan<'a>(t1: &'a T1, log: &'a Log, args: &MultiScanArgs) -> Result<
         at: None,
         verify: args.verify_checksums,
         coalesce: args.io_coalesce_threshold,
+        ahead_limit: match args.max_prefetch_ahead {
+            0 => ahead::limit(),
+            n => n,
+        },
     };
     if ms.io.is_some() {
         for r in 0..ms.ranges.len() {
-            let w = ms.fetch_window(r, None, false)?;
+            let w = ms.resolve_window(r, None)?;
             if let Some(rs) = ms.ranges.get_mut(r) {
                 rs.cur = w;
             }
         }
-        if let Some(io) = ms.io.as_mut() {
-            io.reader.flush();
-        }
+        ms.plan_ahead();
     }
     Ok(ms)
 }
 
 impl<'a> MultiScanIter<'a> {
-    /// Resolves a window of range `r` after `after` and, with io_uring,
-    /// plans and queues its reads (`urgent`: ahead of other ranges' reads).
-    fn fetch_window(&mut self, r: usize, after: Option<&[u8]>, urgent: bool) -> Result<Window> {
+    /// Resolves a window of range `r` after `after` against T1.
+    fn resolve_window(&mut self, r: usize, after: Option<&[u8]>) -> Result<Window> {
         let Some(rs) = self.ranges.get(r) else {
             return Ok(Window::default());
         };
         if rs.empty {
             return Ok(Window::default());
         }
-        let mut w = plan::resolve(
+        plan::resolve(
             &mut self.cursor,
             self.t1,
             self.log,
@@ -365,34 +416,54 @@ impl<'a> MultiScanIter<'a> {
             after,
             rs.hi.as_deref(),
             rs.window_cap,
-        )?;
-        if let Some(io) = self.io.as_mut() {
-            let base = io.extents.len();
-            io.planner.plan(&mut w, &self.segs, base, &mut io.extents);
-            w.ext_lo = base;
-            w.ext_hi = io.extents.len();
-            let ids: Box<dyn Iterator<Item = usize>> = if urgent {
-                Box::new((base..w.ext_hi).rev())
-            } else {
-                Box::new(base..w.ext_hi)
-            };
-            for id in ids {
-                if let Some(x) = io.extents.get(id) {
-                    if let Some(seg) = self.segs.segs.get(x.seg as usize) {
-                        io.reader.enqueue(id, seg, x.start, x.len, urgent);
-                    }
-                }
+            ahead::window_bytes(self.ahead_limit),
+        )
+    }
+
+    /// Resolves a window of the current range after `after` and starts
+    /// reading it: with io_uring its reads go to the front of the queue,
+    /// without, its pages are advised.
+    fn fetch_window(&mut self, r: usize, after: Option<&[u8]>) -> Result<Window> {
+        let mut w = self.resolve_window(r, after)?;
+        match self.io.as_mut() {
+            Some(io) => {
+                io.plan(&mut w, &self.segs, true);
+                io.reader.flush();
             }
-        } else {
-            readahead::advise_window(&w, &self.segs, self.coalesce);
+            None => readahead::advise_window(&w, &self.segs, self.coalesce),
         }
         Ok(w)
+    }
+
+    /// Plans the first windows of the ranges from the current one on: the
+    /// current range always, later ones while the process-wide prefetch
+    /// budget has room (module `ahead`).
+    fn plan_ahead(&mut self) {
+        let Some(io) = self.io.as_mut() else {
+            return;
+        };
+        // Ranges skipped over are never planned.
+        io.next_plan = io.next_plan.max(self.idx);
+        while io.next_plan == self.idx
+            || io.next_plan < self.ranges.len() && ahead::has_room(self.ahead_limit)
+        {
+            let r = io.next_plan;
+            let Some(rs) = self.ranges.get_mut(r) else {
+                break;
+            };
+            io.next_plan += 1;
+            io.plan(&mut rs.cur, &self.segs, r == self.idx);
+        }
+        io.reader.flush();
     }
 
     fn release(&mut self, w: &Window) {
         if let Some(io) = self.io.as_mut() {
             for id in w.ext_lo..w.ext_hi {
                 io.reader.release(id);
+                if let Some(x) = io.extents.get(id) {
+                    io.held.sub(u64::from(x.len));
+                }
             }
         }
     }
@@ -416,9 +487,11 @@ impl<'a> MultiScanIter<'a> {
         let Some(rs) = self.ranges.get(self.idx) else {
             return Ok(false);
         };
-        if self.io.is_none() && !rs.empty {
+        if self.io.is_some() {
+            self.plan_ahead();
+        } else if !rs.empty {
             // Synchronous path: resolve on entry to the range.
-            let w = self.fetch_window(self.idx, None, false)?;
+            let w = self.fetch_window(self.idx, None)?;
             if let Some(rs) = self.ranges.get_mut(self.idx) {
                 rs.cur = w;
                 rs.pos = 0;
@@ -443,10 +516,7 @@ impl<'a> MultiScanIter<'a> {
         // Keep the queue full: resolve the following window halfway.
         if let Some(after) = resume.as_deref() {
             if !has_next && (pos >= len || self.io.is_some() && pos * 2 >= len) {
-                let w = self.fetch_window(r, Some(after), true)?;
-                if let Some(io) = self.io.as_mut() {
-                    io.reader.flush();
-                }
+                let w = self.fetch_window(r, Some(after))?;
                 if let Some(rs) = self.ranges.get_mut(r) {
                     rs.next = Some(w);
                 }
@@ -462,6 +532,7 @@ impl<'a> MultiScanIter<'a> {
             let old = std::mem::replace(&mut rs.cur, next);
             rs.pos = 0;
             self.release(&old);
+            self.plan_ahead();
             return self.next_entry();
         }
         if let Some(rs) = self.ranges.get_mut(r) {

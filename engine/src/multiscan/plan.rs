@@ -114,7 +114,9 @@ impl Window {
 }
 
 /// Resolves up to `max_items` live entries of `[lo, hi)` (starting after
-/// `after` when given), holding every segment they point at.
+/// `after` when given), holding every segment they point at. The window
+/// also ends once its stored values reach `max_bytes` (it always holds at
+/// least one entry).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn resolve(
     cur: &mut Cursor<'_>,
@@ -125,8 +127,10 @@ pub(crate) fn resolve(
     after: Option<&[u8]>,
     hi: Option<&[u8]>,
     max_items: usize,
+    max_bytes: u64,
 ) -> Result<Window> {
     let mut w = Window::default();
+    let mut bytes = 0u64;
     match after {
         Some(k) => {
             cur.seek(k);
@@ -137,12 +141,15 @@ pub(crate) fn resolve(
         None => cur.seek(lo),
     }
     while cur.valid() && hi.is_none_or(|h| cur.key() < h) {
-        if w.items.len() >= max_items {
+        if w.items.len() >= max_items || bytes >= max_bytes {
             w.resume = w.items.last().map(|i| w.key(i).to_vec());
             break;
         }
         let key = cur.key();
         if let Some(val) = locate(t1, log, segs, key, cur.entry().payload)? {
+            if let Val::Stored { len, .. } = val {
+                bytes += u64::from(len);
+            }
             w.items.push(Item {
                 key_off: w.keys.len() as u32,
                 key_len: key.len() as u32,

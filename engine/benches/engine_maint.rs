@@ -258,10 +258,24 @@ fn main() {
         })
         .collect();
     let mut worst = 0f64;
+    let mut window_worst = 0f64;
+    let mut ticks = 0u64;
     while t0.elapsed().as_secs_f64() < space_secs {
         std::thread::sleep(Duration::from_millis(200));
         let s = db.statistics();
-        worst = worst.max(s.t2_total_bytes as f64 / s.t2_live_bytes.max(1) as f64);
+        let amp = s.t2_total_bytes as f64 / s.t2_live_bytes.max(1) as f64;
+        worst = worst.max(amp);
+        window_worst = window_worst.max(amp);
+        ticks += 1;
+        // A timeline, so that a peak can be placed (start-up or steady).
+        if ticks.is_multiple_of(50) {
+            println!(
+                "space: t={:>4.0} s worst total/live in the last 10 s = {window_worst:.2}, write rate limit {} B/s",
+                t0.elapsed().as_secs_f64(),
+                s.write_rate_limit
+            );
+            window_worst = 0.0;
+        }
     }
     stop.store(true, Ordering::Relaxed);
     let n: u64 = ws.into_iter().map(|w| w.join().unwrap_or(0)).sum();

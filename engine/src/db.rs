@@ -84,6 +84,8 @@ pub(crate) struct Inner {
     /// `log.appended` when the last checkpoint fixed its LSN.
     pub appended_at_ckpt: AtomicU64,
     pub defrag: Mutex<()>,
+    /// Delays writers while defragment is behind (`maintenance::throttle`).
+    pub throttle: crate::maintenance::throttle::Throttle,
     pub stripes: crate::stripes::Stripes,
     pub max_value: usize,
     _lock: DirLock,
@@ -322,6 +324,7 @@ impl Db {
             gate: RwLock::new(()),
             info,
             counters: Counters::default(),
+            throttle: Default::default(),
             ckpt: Mutex::new(CkptState {
                 id: ckpt_id,
                 lsn: start,
@@ -612,6 +615,7 @@ impl Inner {
         count: u32,
         keys: Keys<'_>,
     ) -> Result<()> {
+        self.throttle.pay(parts.iter().map(|p| p.len()).sum());
         let end = {
             let (_one, _many, _shared, _excl);
             match keys {
@@ -839,6 +843,9 @@ impl Inner {
             sync_rounds: self.log.sync_counters.rounds.load(Ordering::Relaxed),
             sync_waiters: self.log.sync_counters.waiters.load(Ordering::Relaxed),
             rollover_max_us: self.log.max_rollover_ns.load(Ordering::Relaxed) / 1000,
+            write_rate_limit: self.throttle.rate(),
+            delayed_writes: self.throttle.delayed_writes.load(Ordering::Relaxed),
+            write_delay_us: self.throttle.delay_ns.load(Ordering::Relaxed) / 1000,
         }
     }
 }

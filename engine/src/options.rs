@@ -77,6 +77,11 @@ pub struct Options {
     /// so that it yields CPU to foreground writers (default 10; 0 runs
     /// explicit calls on the caller's thread).
     pub maintenance_nice: i32,
+    /// Writes are delayed (RocksDB's delayed write rate) once T2 exceeds
+    /// 80% of this multiple of the live bytes, so that defragment keeps
+    /// space under it (default 2.0; 0 = never delay writes). Needs
+    /// `background`.
+    pub max_space_amplification: f64,
 }
 
 impl Default for Options {
@@ -98,6 +103,7 @@ impl Default for Options {
             split_threshold: 0,
             maintenance_interval_ms: 100,
             maintenance_nice: 10,
+            max_space_amplification: 2.0,
         }
     }
 }
@@ -133,6 +139,8 @@ impl Options {
         pread_min_bytes: usize);
     setter!(/// Sets `background`.
         background: bool);
+    setter!(/// Sets `max_space_amplification`.
+        max_space_amplification: f64);
     setter!(/// Sets `defrag_garbage_ratio`.
         defrag_garbage_ratio: f64);
     setter!(/// Sets `defrag_max_bytes_per_cycle`.

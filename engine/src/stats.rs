@@ -89,6 +89,13 @@ pub struct Statistics {
     pub sync_waiters: u64,
     /// Longest segment rollover, in microseconds.
     pub rollover_max_us: u64,
+    /// Bytes per second writers are held to while defragment catches up
+    /// (0: not throttled).
+    pub write_rate_limit: u64,
+    /// Writes that slept because of that limit.
+    pub delayed_writes: u64,
+    /// Total time those writes slept, in microseconds.
+    pub write_delay_us: u64,
 }
 
 impl fmt::Display for Statistics {
@@ -131,6 +138,11 @@ impl fmt::Display for Statistics {
             self.defrag_moved_bytes,
             self.defrag_reclaimed_bytes,
             self.defrag_retired_segments
+        )?;
+        writeln!(
+            f,
+            "write throttle: rate_limit={} delayed_writes={} delay_us={}",
+            self.write_rate_limit, self.delayed_writes, self.write_delay_us
         )
     }
 }

@@ -184,3 +184,67 @@ fn background_thread_checkpoints_and_reclaims() {
         assert_eq!(db.get(&key(i)).ok().flatten(), Some(value(i, 19, 1000)));
     }
 }
+
+/// Overwrites 4,000 keys of 1 KB (4 MB live: more than the two segments
+/// below which nothing is throttled) in a loop until `until` holds or
+/// 10 s pass; returns the longest single put.
+fn overwrite_until(db: &Db, until: impl Fn(&vmemkv::Statistics) -> bool) -> std::time::Duration {
+    let t0 = std::time::Instant::now();
+    let mut longest = std::time::Duration::ZERO;
+    let mut n = 0u64;
+    while t0.elapsed().as_secs() < 10 {
+        for i in 0..4000u64 {
+            let t = std::time::Instant::now();
+            db.put(&key(i), &value(i, n, 1000))
+                .unwrap_or_else(|e| panic!("{e}"));
+            longest = longest.max(t.elapsed());
+        }
+        n += 1;
+        if until(&db.statistics()) {
+            break;
+        }
+    }
+    longest
+}
+
+#[test]
+fn writes_are_throttled_past_the_space_limit_but_never_stall() {
+    let dir = tmp();
+    // A limit T2 can never meet (its active and spare segments alone exceed
+    // 1.01x the live bytes): the throttle must engage and stay on.
+    let opts = Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(10)
+        .max_space_amplification(1.01);
+    let db = Db::open(dir.path(), opts).unwrap_or_else(|e| panic!("{e}"));
+    let longest = overwrite_until(&db, |s| s.delayed_writes > 100);
+    let s = db.statistics();
+    assert!(s.write_rate_limit > 0, "throttle never engaged: {s:?}");
+    assert!(s.delayed_writes > 100, "{s:?}");
+    // A throttled write sleeps at most 50 ms (plus scheduling).
+    assert!(
+        longest < std::time::Duration::from_millis(500),
+        "{longest:?}"
+    );
+    // The data is intact.
+    for i in 0..4000u64 {
+        let v = db.get(&key(i)).ok().flatten().unwrap_or_default();
+        assert_eq!(v.len(), 1000);
+    }
+    let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap_or_default();
+    assert!(log.contains("write throttle: on"), "LOG does not record it");
+}
+
+#[test]
+fn no_throttle_when_disabled() {
+    let dir = tmp();
+    let opts = Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(10)
+        .max_space_amplification(0.0);
+    let db = Db::open(dir.path(), opts).unwrap_or_else(|e| panic!("{e}"));
+    let t0 = std::time::Instant::now();
+    overwrite_until(&db, |_| t0.elapsed().as_millis() > 1500);
+    let s = db.statistics();
+    assert_eq!((s.write_rate_limit, s.delayed_writes), (0, 0), "{s:?}");
+}

@@ -485,6 +485,23 @@ impl Db {
         })
     }
 
+    /// Rewrites the values of `[begin, end)` (`None` = open side) in key
+    /// order, as RocksDB's `CompactRange` leaves SST files sorted: scans
+    /// over data written in random order then read contiguous extents.
+    /// Values already in key order stay in place. Needs free space for the
+    /// values it moves until its closing checkpoint retires the old
+    /// segments.
+    pub fn compact_range(
+        &self,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<crate::maintenance::DefragReport> {
+        let inner = &*self.inner;
+        niced(inner.opts.maintenance_nice, || {
+            crate::maintenance::compact_range(inner, begin, end)
+        })
+    }
+
     /// T1's forced merge of every shard (drops tombstones).
     pub fn reorganize(&self) -> Result<()> {
         let inner = &*self.inner;

@@ -715,6 +715,10 @@ pub fn maintenance(h: &Harness) {
     let calls: Vec<(&str, Result<()>)> = vec![
         ("flush", db.flush()),
         ("compact_range", db.compact_range(None, None)),
+        (
+            "compact_range (bounded)",
+            db.compact_range(Some(&key(100)), Some(&key(900))),
+        ),
         ("checkpoint", db.checkpoint()),
         ("defragment", db.defragment()),
         ("reorganize", db.reorganize()),

@@ -260,10 +260,12 @@ impl Db for VmemkvDb {
         self.db.flush().map_err(map_err)
     }
 
-    /// vmemkv has no key-range compaction; this runs one defragment cycle,
-    /// which is what reclaims space.
-    fn compact_range(&self, _begin: Option<&[u8]>, _end: Option<&[u8]>) -> Result<()> {
-        self.db.defragment().map(|_| ()).map_err(map_err)
+    /// Rewrites the range's values in key order (see `Db::compact_range`).
+    fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.db
+            .compact_range(begin, end)
+            .map(|_| ())
+            .map_err(map_err)
     }
 
     fn checkpoint(&self) -> Result<()> {

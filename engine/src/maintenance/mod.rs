@@ -218,28 +218,125 @@ fn compact_by_index_walk(
     let mut cur = inner.t1.cursor();
     cur.seek_to_first();
     let mut seg: Option<Arc<Segment>> = None;
-    while cur.valid() {
-        if rep.moved_bytes >= budget {
-            break;
-        }
+    while cur.valid() && rep.moved_bytes < budget {
         let e = cur.entry();
         if let Payload::Stored(l) = e.payload {
             if ids.contains(&l.segment) {
-                if seg.as_ref().map(|s| s.id) != Some(l.segment) {
-                    seg = inner.log.segment(l.segment);
-                }
-                if let Some(s) = &seg {
-                    if let Some(value) = s.bytes(l.offset as usize, l.len as usize) {
-                        let n = move_entry(inner, cur.key(), value, s, l.offset as usize, e)?;
-                        rep.moved_values += u64::from(n > 0);
-                        rep.moved_bytes += n;
-                    }
-                }
+                relocate_at(inner, &mut seg, cur.key(), l, e, rep)?;
             }
         }
         cur.next();
     }
     Ok(())
+}
+
+/// Relocates the value T1's entry `e` for `key` points at (`l`), reusing
+/// `seg` while consecutive values share a segment.
+fn relocate_at(
+    inner: &Inner,
+    seg: &mut Option<Arc<Segment>>,
+    key: &[u8],
+    l: Locator,
+    e: crate::index::Entry,
+    rep: &mut DefragReport,
+) -> Result<()> {
+    if seg.as_ref().map(|s| s.id) != Some(l.segment) {
+        *seg = inner.log.segment(l.segment);
+    }
+    if let Some(s) = seg.as_ref() {
+        if let Some(value) = s.bytes(l.offset as usize, l.len as usize) {
+            let n = move_entry(inner, key, value, s, l.offset as usize, e)?;
+            rep.moved_values += u64::from(n > 0);
+            rep.moved_bytes += n;
+        }
+    }
+    Ok(())
+}
+
+/// A value starting within this many bytes after the end of the previous
+/// value of the walk, in the same segment, continues its run (the gap holds
+/// record headers and keys).
+const IN_ORDER_GAP: u64 = 4096;
+/// Runs of at least this many values already in key order stay where they
+/// are; shorter ones move, so that a segment of scattered values empties
+/// completely and can be retired.
+const IN_ORDER_RUN: usize = 16;
+
+/// RocksDB's `CompactRange` for T2: rewrites the stored values of
+/// `[begin, end)` in key order, so that scans over them read contiguous
+/// extents instead of one page per value (values written in random key
+/// order lie scattered across the log). Runs of [`IN_ORDER_RUN`] or more
+/// values already in key order are left in place, so a log loaded in key
+/// order costs a T1 walk and nothing more. Segments emptied by the rewrite are
+/// retired by the closing checkpoint; until then T2 holds both copies of
+/// what moved (up to 2x, as a RocksDB full compaction needs).
+pub(crate) fn compact_range(
+    inner: &Inner,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<DefragReport> {
+    let _g = inner.defrag.lock();
+    let t0 = Instant::now();
+    let mut rep = DefragReport::default();
+    let mut cur = inner.t1.cursor();
+    match begin {
+        Some(b) => cur.seek(b),
+        None => cur.seek_to_first(),
+    }
+    let mut seg: Option<Arc<Segment>> = None;
+    // The current run of values lying back to back in one segment, held
+    // until it proves long enough to keep ([`IN_ORDER_RUN`]).
+    let mut run: Vec<(Vec<u8>, Locator, crate::index::Entry)> = Vec::new();
+    let mut run_end: Option<(u32, u64)> = None;
+    let mut keeping = false;
+    let mut kept = 0u64;
+    while cur.valid() && end.is_none_or(|e| cur.key() < e) {
+        let e = cur.entry();
+        if let Payload::Stored(l) = e.payload {
+            let off = u64::from(l.offset);
+            let adjacent = run_end
+                .is_some_and(|(ps, pe)| ps == l.segment && off >= pe && off - pe <= IN_ORDER_GAP);
+            if !adjacent {
+                // The run ends: too short to keep, so its values move.
+                for (k, rl, re) in run.drain(..) {
+                    relocate_at(inner, &mut seg, &k, rl, re, &mut rep)?;
+                }
+                keeping = false;
+            }
+            run_end = Some((l.segment, off + u64::from(l.len)));
+            if keeping {
+                kept += 1;
+            } else {
+                run.push((cur.key().to_vec(), l, e));
+                if run.len() >= IN_ORDER_RUN {
+                    kept += run.len() as u64;
+                    run.clear();
+                    keeping = true;
+                }
+            }
+        }
+        cur.next();
+    }
+    for (k, rl, re) in run.drain(..) {
+        relocate_at(inner, &mut seg, &k, rl, re, &mut rep)?;
+    }
+    checkpoint_and_retire(inner, &mut rep)?;
+    let c = &inner.counters;
+    Counters::add(&c.defrag_moved_bytes, rep.moved_bytes);
+    Counters::add(&c.defrag_reclaimed_bytes, rep.reclaimed_bytes);
+    Counters::add(
+        &c.defrag_retired_segments,
+        rep.retired_segments.len() as u64,
+    );
+    inner.info.log(format_args!(
+        "compact_range: moved {} values ({} bytes) into key order, {kept} already in order, removed {} segments ({} bytes) in {:.3} ms",
+        rep.moved_values,
+        rep.moved_bytes,
+        rep.retired_segments.len(),
+        rep.reclaimed_bytes,
+        t0.elapsed().as_secs_f64() * 1e3
+    ));
+    Ok(rep)
 }
 
 /// One defragment cycle (bounded by `defrag_max_bytes_per_cycle`).

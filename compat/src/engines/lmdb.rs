@@ -83,6 +83,16 @@ pub(crate) fn map_err(what: &str, e: heed::Error) -> Error {
     }
 }
 
+/// [`map_err`] for the environment in `dir`: corruption names the data file.
+pub(crate) fn map_err_in(dir: &Path, what: &str, e: heed::Error) -> Error {
+    match map_err(what, e) {
+        Error::Corruption(m) => {
+            Error::Corruption(format!("{m} (file {})", dir.join("data.mdb").display()))
+        }
+        other => other,
+    }
+}
+
 /// Opens (creating if allowed) the LMDB environment in directory `path`.
 pub fn open(path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
     let mut om = OptionMap::new("lmdb", opts);
@@ -132,17 +142,17 @@ pub fn open(path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
     // `lock` (an exclusive flock) is held, which rules out the
     // double-open-in-one-process hazard that makes `open` unsafe.
     let env = unsafe { eo.flags(flags).open(path) }
-        .map_err(|e| map_err(&format!("open {}", path.display()), e))?;
+        .map_err(|e| map_err_in(path, &format!("open {}", path.display()), e))?;
     let wtxn = env
         .write_txn()
-        .map_err(|e| map_err("open: write transaction", e))?;
+        .map_err(|e| map_err_in(path, "open: write transaction", e))?;
     let db: Database<'static, Bytes, Bytes> = env
         .create_databases_and_commit(wtxn, |opener, wtxn| {
             opener
                 .create_database::<Bytes, Bytes>(wtxn, None)
                 .map(CommitOrAbort::<_, ()>::Commit)
         })
-        .map_err(|e| map_err("open: create database", e))?
+        .map_err(|e| map_err_in(path, "open: create database", e))?
         .unwrap_commit();
     Ok(Box::new(Lmdb {
         env,
@@ -179,6 +189,10 @@ fn check_key(key: &[u8], value: Option<&[u8]>) -> Result<()> {
 }
 
 impl Lmdb {
+    fn err(&self, what: &str, e: heed::Error) -> Error {
+        map_err_in(self.env.path(), what, e)
+    }
+
     /// Runs `f` in one write transaction under the writer mutex, committing
     /// with or without sync as `opts` asks.
     fn with_write_txn<F>(&self, opts: &WriteOptions, what: &str, f: F) -> Result<()>
@@ -199,13 +213,13 @@ impl Lmdb {
             // NO_SYNC is one of the flags LMDB allows to change on an open
             // env, and only commits read it, which also run under the mutex.
             unsafe { self.env.set_flags(EnvFlags::NO_SYNC, mode) }
-                .map_err(|e| map_err("set NO_SYNC", e))?;
+                .map_err(|e| self.err("set NO_SYNC", e))?;
             w.nosync = want_nosync;
         }
         let mut txn = self
             .env
             .write_txn()
-            .map_err(|e| map_err(&format!("{what}: begin"), e))?;
+            .map_err(|e| self.err(&format!("{what}: begin"), e))?;
         // On error the transaction is dropped, which aborts it.
         f(&mut txn).map_err(|e| self.map_write_err(what, e))?;
         txn.commit()
@@ -219,7 +233,7 @@ impl Lmdb {
                  larger 'map_size' option",
                 self.map_size
             )),
-            e => map_err(what, e),
+            e => self.err(what, e),
         }
     }
 }
@@ -239,14 +253,14 @@ impl Db for Lmdb {
             // Such a key can never have been stored.
             return Ok(false);
         }
-        let txn = self.env.read_txn().map_err(|e| map_err("get: begin", e))?;
+        let txn = self.env.read_txn().map_err(|e| self.err("get: begin", e))?;
         match self.db.get(&txn, key) {
             Ok(Some(v)) => {
                 out.extend_from_slice(v);
                 Ok(true)
             }
             Ok(None) => Ok(false),
-            Err(e) => Err(map_err("get", e)),
+            Err(e) => Err(self.err("get", e)),
         }
     }
 
@@ -299,7 +313,7 @@ impl Db for Lmdb {
 
     fn flush(&self) -> Result<()> {
         // Makes every NO_SYNC commit durable.
-        self.env.force_sync().map_err(|e| map_err("flush", e))
+        self.env.force_sync().map_err(|e| self.err("flush", e))
     }
 
     fn property(&self, name: &str) -> Option<String> {

@@ -4,13 +4,12 @@
 //! heed's cursor types borrow the transaction, and the iterator must own
 //! both; this module holds the one self-referential `unsafe` of the adapter.
 
-use std::marker::PhantomData;
 use std::ops::Bound;
 
 use heed::types::Bytes;
 use heed::{Database, Env, RoRange, RoRevRange, RoTxn, WithoutTls};
 
-use super::{map_err, MAX_KEY_SIZE};
+use super::{map_err_in, MAX_KEY_SIZE};
 use crate::{DbIterator, Error, ReadOptions, Result};
 
 type Entry = (&'static [u8], &'static [u8]);
@@ -31,7 +30,8 @@ pub(super) struct LmdbIter<'a> {
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
     err: Option<Error>,
-    _env: PhantomData<&'a Env<WithoutTls>>,
+    /// Names the data file in errors.
+    env: &'a Env<WithoutTls>,
 }
 
 // SAFETY: the environment is opened with MDB_NOTLS (heed's `WithoutTls`),
@@ -50,7 +50,7 @@ impl<'a> LmdbIter<'a> {
         let txn = env
             .clone()
             .static_read_txn()
-            .map_err(|e| map_err("iterator read transaction", e))?;
+            .map_err(|e| map_err_in(env.path(), "iterator read transaction", e))?;
         Ok(LmdbIter {
             cursor: None,
             cur: None,
@@ -59,7 +59,7 @@ impl<'a> LmdbIter<'a> {
             lower: ro.iterate_lower_bound.clone(),
             upper: ro.iterate_upper_bound.clone(),
             err: None,
-            _env: PhantomData,
+            env,
         })
     }
 
@@ -87,7 +87,7 @@ impl<'a> LmdbIter<'a> {
     fn fail(&mut self, e: heed::Error) {
         self.cursor = None;
         self.cur = None;
-        self.err = Some(map_err("iterator", e));
+        self.err = Some(map_err_in(self.env.path(), "iterator", e));
     }
 
     fn forward(&mut self, start: Bound<Vec<u8>>) {

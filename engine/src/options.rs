@@ -170,6 +170,12 @@ impl Options {
                 self.segment_size
             )));
         }
+        let amp = self.max_space_amplification;
+        if !(amp == 0.0 || amp.is_finite() && amp > 1.0) {
+            return Err(Error::InvalidArgument(format!(
+                "option max_space_amplification = {amp}: must be 0 (no write throttling) or a finite value above 1"
+            )));
+        }
         if !(self.defrag_garbage_ratio > 0.0 && self.defrag_garbage_ratio <= 1.0) {
             return Err(Error::InvalidArgument(format!(
                 "option defrag_garbage_ratio = {}: must be in (0, 1]",

@@ -166,6 +166,12 @@ fn oversized_keys_and_values_are_invalid_arguments() {
         Db::open(tmp().path(), Options::default().segment_size(12345)),
         Err(Error::InvalidArgument(m)) if m.contains("segment_size")
     ));
+    for bad in [0.5, 1.0, -2.0, f64::NAN, f64::INFINITY] {
+        assert!(matches!(
+            Db::open(tmp().path(), Options::default().max_space_amplification(bad)),
+            Err(Error::InvalidArgument(m)) if m.contains("max_space_amplification")
+        ));
+    }
 }
 
 #[test]

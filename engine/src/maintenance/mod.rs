@@ -423,53 +423,56 @@ fn defrag_wanted(inner: &Inner) -> bool {
     candidates(inner).iter().any(|s| live(s) > 0)
 }
 
-/// The maintenance thread: checkpoint by log bytes, defragment by space.
+type StopFlag = Arc<(Mutex<bool>, Condvar)>;
+/// The body of a background thread: runs until the stop flag is set.
+type Job = fn(&Inner, &(Mutex<bool>, Condvar));
+
+/// The background threads: `vmemkv-maint` (checkpoint by log bytes,
+/// defragment by space), `vmemkv-segalloc` (spare segments, early
+/// writeback) and `vmemkv-throttle` (write rate by space).
 pub(crate) struct Background {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    handle: JoinHandle<()>,
-    spare: JoinHandle<()>,
-    throttle: JoinHandle<()>,
+    stop: StopFlag,
+    threads: Vec<JoinHandle<()>>,
     inner: Arc<Inner>,
 }
 
 impl Background {
     pub(crate) fn start(inner: Arc<Inner>) -> Result<Background> {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let stop2 = stop.clone();
-        let inner2 = inner.clone();
-        let handle = std::thread::Builder::new()
-            .name("vmemkv-maint".into())
-            .spawn(move || run(&inner2, &stop2))
-            .map_err(|e| Error::io("spawning the maintenance thread", e))?;
-        let inner3 = inner.clone();
-        let stop3 = stop.clone();
-        let spare = std::thread::Builder::new()
-            .name("vmemkv-segalloc".into())
-            .spawn(move || preallocate(&inner3, &stop3))
-            .map_err(|e| Error::io("spawning the segment allocator thread", e))?;
-        let inner4 = inner.clone();
-        let stop4 = stop.clone();
-        let throttle = std::thread::Builder::new()
-            .name("vmemkv-throttle".into())
-            .spawn(move || control_write_rate(&inner4, &stop4))
-            .map_err(|e| Error::io("spawning the write throttle thread", e))?;
-        Ok(Background {
-            stop,
-            handle,
-            spare,
-            throttle,
+        let mut bg = Background {
+            stop: Arc::new((Mutex::new(false), Condvar::new())),
+            threads: Vec::new(),
             inner,
-        })
+        };
+        let jobs: [(&str, Job); 3] = [
+            ("vmemkv-maint", run),
+            ("vmemkv-segalloc", preallocate),
+            ("vmemkv-throttle", control_write_rate),
+        ];
+        for (name, job) in jobs {
+            let (inner, stop) = (bg.inner.clone(), bg.stop.clone());
+            match std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || job(&inner, &stop))
+            {
+                Ok(h) => bg.threads.push(h),
+                Err(e) => {
+                    // Stop the threads already started before failing.
+                    bg.stop();
+                    return Err(Error::io(format!("spawning thread {name}"), e));
+                }
+            }
+        }
+        Ok(bg)
     }
 
-    /// Signals the thread and waits for it (an in-progress cycle finishes).
+    /// Signals the threads and waits for them (an in-progress cycle finishes).
     pub(crate) fn stop(self) {
         *self.stop.0.lock() = true;
         self.stop.1.notify_all();
         self.inner.log.wake_spare_waiter();
-        let _ = self.handle.join();
-        let _ = self.spare.join();
-        let _ = self.throttle.join();
+        for t in self.threads {
+            let _ = t.join();
+        }
         if let Err(e) = self.inner.log.drop_spare() {
             self.inner.info.log(format_args!("close: {e}"));
         }

@@ -5,6 +5,7 @@
 use crate::batch::{BatchIter, BatchOp};
 use crate::error::{Error, Result};
 use crate::index::{Entry, Locator, Payload, Upsert, T1};
+use crate::stats::live_cost;
 use crate::t2::record::{Header, HEADER_LEN};
 
 /// Adjusts the live-byte counter of a segment.
@@ -13,7 +14,7 @@ pub(crate) type Adjust<'a> = &'a dyn Fn(u32, i64);
 fn account(res: Upsert, key_len: usize, new: Option<(u32, usize)>, adjust: Adjust<'_>) {
     let added = |adjust: Adjust<'_>| {
         if let Some((seg, vlen)) = new {
-            adjust(seg, (key_len + vlen) as i64);
+            adjust(seg, live_cost(key_len, vlen));
         }
     };
     match res {
@@ -22,7 +23,7 @@ fn account(res: Upsert, key_len: usize, new: Option<(u32, usize)>, adjust: Adjus
         Upsert::Replaced(old) => {
             added(adjust);
             if let Payload::Stored(l) = old.payload {
-                adjust(l.segment, -((key_len + l.len as usize) as i64));
+                adjust(l.segment, -live_cost(key_len, l.len as usize));
             }
         }
     }
@@ -151,8 +152,8 @@ pub(crate) fn replay_record(
                 len: old.len,
             };
             if t1.relocate(key, h.seq, old, new) {
-                adjust(old.segment, -((kl + old.len as usize) as i64));
-                adjust(seg_id, (kl + old.len as usize) as i64);
+                adjust(old.segment, -live_cost(kl, old.len as usize));
+                adjust(seg_id, live_cost(kl, old.len as usize));
             }
             Ok(())
         }

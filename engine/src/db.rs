@@ -584,8 +584,10 @@ fn load_checkpoint(
             });
             match seg {
                 Some(s) => {
-                    s.live
-                        .fetch_add((key.len() + l.len as usize) as i64, Ordering::Relaxed);
+                    s.live.fetch_add(
+                        crate::stats::live_cost(key.len(), l.len as usize),
+                        Ordering::Relaxed,
+                    );
                 }
                 None => {
                     return Err(Error::Corruption(format!(

@@ -32,6 +32,19 @@ impl Counters {
     }
 }
 
+/// Log bytes a stored entry costs besides its key and value: the 48-byte
+/// record header, the 9-byte batch op header, the 4-byte value checksum and
+/// half of the 16-byte alignment on average. Live bytes count it, so that
+/// the format's own overhead is not taken for garbage: with 100-byte
+/// values it is 40% of a record, and counted as garbage it made a pure
+/// insert load look 1.6x amplified and set defragment churning.
+pub const ENTRY_OVERHEAD: usize = 48 + 9 + 4 + 8;
+
+/// What one stored entry adds to its segment's live bytes.
+pub(crate) fn live_cost(key_len: usize, value_len: usize) -> i64 {
+    (key_len + value_len + ENTRY_OVERHEAD) as i64
+}
+
 /// A point-in-time copy of the engine's statistics.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Statistics {
@@ -71,7 +84,8 @@ pub struct Statistics {
     pub defrag_reclaimed_bytes: u64,
     /// Segment files removed.
     pub defrag_retired_segments: u64,
-    /// Bytes of keys and values T1 still points at in T2.
+    /// Bytes of keys and values T1 still points at in T2, plus
+    /// [`ENTRY_OVERHEAD`] per stored entry.
     pub t2_live_bytes: u64,
     /// Bytes of all segment files.
     pub t2_total_bytes: u64,

@@ -124,8 +124,9 @@ fn move_entry(
     };
     let bytes = (key.len() + value.len()) as u64;
     if inner.t1.relocate(key, e.seq, old, new) {
-        inner.adjust(seg, -(bytes as i64));
-        a.seg.live.fetch_add(bytes as i64, Ordering::Relaxed);
+        let cost = crate::stats::live_cost(key.len(), value.len());
+        inner.adjust(seg, -cost);
+        a.seg.live.fetch_add(cost, Ordering::Relaxed);
         Ok(bytes)
     } else {
         Ok(0)

@@ -312,3 +312,29 @@ fn compact_range_leaves_values_already_in_key_order() {
         assert_eq!(db.get(&key(i)).ok().flatten(), Some(value(i, 0, 300)));
     }
 }
+
+#[test]
+fn a_pure_insert_of_small_values_is_neither_throttled_nor_defragmented() {
+    // Record headers are ~40% of a 100-byte value's record; they are not
+    // garbage, so nothing may take them for space amplification.
+    let dir = tmp();
+    let opts = Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(10);
+    let db = Db::open(dir.path(), opts).unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..60_000u64 {
+        db.put(&key(i), &value(i, 0, 100))
+            .unwrap_or_else(|e| panic!("{e}"));
+        if i % 10_000 == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let s = db.statistics();
+    assert!(s.t2_segments >= 8, "{s:?}");
+    assert_eq!(
+        (s.write_rate_limit, s.delayed_writes, s.defrag_moved_bytes),
+        (0, 0, 0),
+        "{s:?}"
+    );
+}

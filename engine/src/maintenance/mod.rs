@@ -52,12 +52,35 @@ fn garbage_ratio(s: &Segment) -> f64 {
 /// bytes, so near the limit defragment must take leaner segments.
 const PRESSURE_GARBAGE_RATIO: f64 = 0.2;
 
+/// T2's size over its live bytes, the measure the throttle and pressure
+/// mode act on; 0 for a log of at most two segments (mostly its first
+/// segments: nothing to reclaim) or with nothing live.
+fn space_amplification(inner: &Inner) -> f64 {
+    let total = inner.log.total_bytes();
+    let live = inner.log.live_bytes();
+    if live == 0 || total <= 2 * inner.log.segment_size() as u64 {
+        0.0
+    } else {
+        total as f64 / live as f64
+    }
+}
+
 /// T2 is past 70% of `max_space_amplification`: compact leaner segments
 /// before the throttle (at 80%) has to slow writers.
 fn under_pressure(inner: &Inner) -> bool {
     let limit = inner.opts.max_space_amplification;
-    let live = inner.log.live_bytes();
-    limit > 0.0 && live > 0 && inner.log.total_bytes() as f64 >= 0.7 * limit * live as f64
+    limit > 0.0 && space_amplification(inner) >= 0.7 * limit
+}
+
+/// Adds what a cycle, a range compaction or a checkpoint did to the
+/// statistics.
+fn count(c: &Counters, rep: &DefragReport) {
+    Counters::add(&c.defrag_moved_bytes, rep.moved_bytes);
+    Counters::add(&c.defrag_reclaimed_bytes, rep.reclaimed_bytes);
+    Counters::add(
+        &c.defrag_retired_segments,
+        rep.retired_segments.len() as u64,
+    );
 }
 
 /// Sealed segments worth compacting, most garbage first.
@@ -322,13 +345,7 @@ pub(crate) fn compact_range(
         relocate_at(inner, &mut seg, &k, rl, re, &mut rep)?;
     }
     checkpoint_and_retire(inner, &mut rep)?;
-    let c = &inner.counters;
-    Counters::add(&c.defrag_moved_bytes, rep.moved_bytes);
-    Counters::add(&c.defrag_reclaimed_bytes, rep.reclaimed_bytes);
-    Counters::add(
-        &c.defrag_retired_segments,
-        rep.retired_segments.len() as u64,
-    );
+    count(&inner.counters, &rep);
     inner.info.log(format_args!(
         "compact_range: moved {} values ({} bytes) into key order, {kept} already in order, removed {} segments ({} bytes) in {:.3} ms",
         rep.moved_values,
@@ -385,14 +402,8 @@ pub(crate) fn defragment(inner: &Inner) -> Result<DefragReport> {
     }
     rep.compacted_segments = chosen.iter().map(|s| s.id).collect();
     checkpoint_and_retire(inner, &mut rep)?;
-    let c = &inner.counters;
-    Counters::add(&c.defrag_cycles, 1);
-    Counters::add(&c.defrag_moved_bytes, rep.moved_bytes);
-    Counters::add(&c.defrag_reclaimed_bytes, rep.reclaimed_bytes);
-    Counters::add(
-        &c.defrag_retired_segments,
-        rep.retired_segments.len() as u64,
-    );
+    Counters::add(&inner.counters.defrag_cycles, 1);
+    count(&inner.counters, &rep);
     let names: Vec<String> = rep
         .retired_segments
         .iter()
@@ -528,13 +539,7 @@ fn control_write_rate(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
             stop.1.wait_for(&mut s, every);
         }
         let total = inner.log.total_bytes();
-        let live = inner.log.live_bytes();
-        // A small log is mostly its first segments: nothing to reclaim.
-        let amp = if live == 0 || total <= 2 * inner.log.segment_size() as u64 {
-            0.0
-        } else {
-            total as f64 / live as f64
-        };
+        let amp = space_amplification(inner);
         let appended = inner.log.appended.load(Ordering::Relaxed);
         let rate = ctl.tick(
             &inner.throttle,
@@ -598,11 +603,7 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
             });
             match res {
                 Ok(()) if !rep.retired_segments.is_empty() => {
-                    Counters::add(&inner.counters.defrag_reclaimed_bytes, rep.reclaimed_bytes);
-                    Counters::add(
-                        &inner.counters.defrag_retired_segments,
-                        rep.retired_segments.len() as u64,
-                    );
+                    count(&inner.counters, &rep);
                     inner.info.log(format_args!(
                         "checkpoint: removed {} segments without live values ({} bytes)",
                         rep.retired_segments.len(),

@@ -416,5 +416,19 @@ fn engine_extra(
             }
         }
     }
+    // RocksDB's switch for background compaction also stops vmemkv's
+    // background key-order pass (its layout rewrite), so a script that
+    // measures with it off (the MultiScan runs do) measures the same thing
+    // on both. An explicit `order_idle_ms` engine option wins.
+    if engine == EngineChoice::Compat(EngineKind::Vmemkv)
+        && flags
+            .explicit()
+            .any(|(n, _)| n == "disable_auto_compactions")
+        && flags.bool("disable_auto_compactions")
+    {
+        extra
+            .entry("order_idle_ms".to_string())
+            .or_insert_with(|| "0".to_string());
+    }
     Ok((extra, warnings))
 }

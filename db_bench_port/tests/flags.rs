@@ -343,6 +343,25 @@ fn vmemkv_ablation_flags_become_engine_options() {
     let f = flags(&["--write_buffer_size=5242880"]);
     let cfg = db_bench_port::config::Config::from_flags(f, None).expect("config");
     assert!(cfg.extra.is_empty());
+    // Except the background compaction switch: it stops the key-order pass,
+    // unless the engine option says otherwise.
+    let order = |args: &[&str]| {
+        let cfg = db_bench_port::config::Config::from_flags(flags(args), None).expect("config");
+        cfg.extra.get("order_idle_ms").cloned()
+    };
+    assert_eq!(
+        order(&["--disable_auto_compactions=1"]).as_deref(),
+        Some("0")
+    );
+    assert_eq!(order(&["--disable_auto_compactions=0"]), None);
+    assert_eq!(
+        order(&[
+            "--disable_auto_compactions=true",
+            "--engine_options=order_idle_ms=50"
+        ])
+        .as_deref(),
+        Some("50")
+    );
 }
 
 #[test]

@@ -76,7 +76,7 @@ impl WriteBatch {
         self.push_len(value.len());
         self.rep.extend_from_slice(key);
         self.rep
-            .extend_from_slice(&crc32c::crc32c(value).to_le_bytes());
+            .extend_from_slice(&crate::crc::crc32c(value).to_le_bytes());
         self.rep.extend_from_slice(value);
         self.count += 1;
         self.max_key = self.max_key.max(key.len());

@@ -56,7 +56,7 @@ impl Manifest {
     /// Writes `dir/MANIFEST` atomically.
     pub fn store(&self, dir: &Path) -> Result<()> {
         let body = self.body();
-        let text = format!("{body}crc={:08x}\n", crc32c::crc32c(body.as_bytes()));
+        let text = format!("{body}crc={:08x}\n", crate::crc::crc32c(body.as_bytes()));
         write_atomic(dir, crate::dir::MANIFEST_NAME, text.as_bytes())
     }
 
@@ -71,7 +71,7 @@ impl Manifest {
         let (body, crc_line) = text.split_at(crc_at);
         let want = u32::from_str_radix(crc_line.trim_start_matches("crc=").trim(), 16)
             .map_err(|_| bad("malformed crc line"))?;
-        if crc32c::crc32c(body.as_bytes()) != want {
+        if crate::crc::crc32c(body.as_bytes()) != want {
             return Err(bad("checksum mismatch"));
         }
         let mut lines = body.lines();
@@ -112,7 +112,7 @@ struct CrcWriter<W: Write> {
 
 impl<W: Write> CrcWriter<W> {
     fn put(&mut self, b: &[u8]) -> std::io::Result<()> {
-        self.crc = crc32c::crc32c_append(self.crc, b);
+        self.crc = crate::crc::crc32c_append(self.crc, b);
         self.bytes += b.len() as u64;
         self.inner.write_all(b)
     }
@@ -210,7 +210,7 @@ struct CrcReader<R: Read> {
 impl<R: Read> CrcReader<R> {
     fn take(&mut self, buf: &mut [u8]) -> std::io::Result<()> {
         self.inner.read_exact(buf)?;
-        self.crc = crc32c::crc32c_append(self.crc, buf);
+        self.crc = crate::crc::crc32c_append(self.crc, buf);
         self.pos += buf.len() as u64;
         Ok(())
     }

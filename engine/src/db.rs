@@ -398,7 +398,7 @@ impl Db {
         h[0] = OP_PUT;
         h[1..5].copy_from_slice(&(key.len() as u32).to_le_bytes());
         h[5..9].copy_from_slice(&(value.len() as u32).to_le_bytes());
-        let value_crc = crc32c::crc32c(value);
+        let value_crc = crate::crc::crc32c(value);
         let crc = value_crc.to_le_bytes();
         let body_crc = crate::value_crc::body_crc(&[&h, key, &crc], value_crc, value.len());
         self.inner.commit(
@@ -499,6 +499,18 @@ impl Db {
         let inner = &*self.inner;
         niced(inner.opts.maintenance_nice, || {
             crate::maintenance::compact_range(inner, begin, end)
+        })
+    }
+
+    /// Runs the background key-order pass to completion now, on this
+    /// thread, whether or not writes have gone quiet: RocksDB's
+    /// `WaitForCompact` for T2's layout (db_bench `waitforcompaction`).
+    /// Unlike [`Db::compact_range`] it leaves windows that are mostly in
+    /// key order alone.
+    pub fn wait_for_compaction(&self) -> Result<crate::maintenance::DefragReport> {
+        let inner = &*self.inner;
+        niced(inner.opts.maintenance_nice, || {
+            crate::maintenance::order_all(inner)
         })
     }
 
@@ -850,6 +862,7 @@ impl Inner {
             defrag_moved_bytes: Counters::get(&c.defrag_moved_bytes),
             defrag_reclaimed_bytes: Counters::get(&c.defrag_reclaimed_bytes),
             defrag_retired_segments: Counters::get(&c.defrag_retired_segments),
+            ordered_values: Counters::get(&c.ordered_values),
             t2_live_bytes: segs
                 .iter()
                 .map(|s| s.live.load(Ordering::Relaxed).max(0) as u64)

@@ -9,6 +9,7 @@
 mod apply;
 pub mod batch;
 pub mod checkpoint;
+mod crc;
 mod db;
 mod dir;
 pub mod error;

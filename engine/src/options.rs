@@ -82,6 +82,12 @@ pub struct Options {
     /// space under it (default 2.0; 0 = never delay writes). Needs
     /// `background`.
     pub max_space_amplification: f64,
+    /// Once no write has arrived for this long, the maintenance thread
+    /// rewrites key ranges whose values lie scattered (a random-order load)
+    /// in key order, in bounded steps that stop when writes resume, so
+    /// later scans read contiguous extents (default 1000; 0 = never; needs
+    /// `background`). `Db::compact_range` does the same on demand.
+    pub order_idle_ms: u64,
 }
 
 impl Default for Options {
@@ -104,6 +110,7 @@ impl Default for Options {
             maintenance_interval_ms: 100,
             maintenance_nice: 10,
             max_space_amplification: 2.0,
+            order_idle_ms: 1000,
         }
     }
 }
@@ -153,6 +160,8 @@ impl Options {
         maintenance_interval_ms: u64);
     setter!(/// Sets `maintenance_nice`.
         maintenance_nice: i32);
+    setter!(/// Sets `order_idle_ms`.
+        order_idle_ms: u64);
 
     /// The largest value accepted with these options:
     /// `min(16 MiB, segment_size / 4)`.

@@ -18,6 +18,7 @@ pub(crate) struct Counters {
     pub defrag_reclaimed_bytes: AtomicU64,
     pub defrag_retired_segments: AtomicU64,
     pub writes: AtomicU64,
+    pub ordered_values: AtomicU64,
 }
 
 impl Counters {
@@ -84,6 +85,9 @@ pub struct Statistics {
     pub defrag_reclaimed_bytes: u64,
     /// Segment files removed.
     pub defrag_retired_segments: u64,
+    /// Values moved into key order (`compact_range` and the background
+    /// key-order pass).
+    pub ordered_values: u64,
     /// Bytes of keys and values T1 still points at in T2, plus
     /// [`ENTRY_OVERHEAD`] per stored entry.
     pub t2_live_bytes: u64,
@@ -147,11 +151,12 @@ impl fmt::Display for Statistics {
         )?;
         writeln!(
             f,
-            "defragment: cycles={} moved_bytes={} reclaimed_bytes={} retired_segments={}",
+            "defragment: cycles={} moved_bytes={} reclaimed_bytes={} retired_segments={} ordered_values={}",
             self.defrag_cycles,
             self.defrag_moved_bytes,
             self.defrag_reclaimed_bytes,
-            self.defrag_retired_segments
+            self.defrag_retired_segments,
+            self.ordered_values
         )?;
         writeln!(
             f,

@@ -14,7 +14,9 @@ pub(crate) const VALUE_CRC_LEN: usize = 4;
 /// [`combine`] instead of a second pass over its bytes, so a write
 /// checksums each value byte once.
 pub(crate) fn body_crc(prefix: &[&[u8]], value_crc: u32, value_len: usize) -> u32 {
-    let c = prefix.iter().fold(0u32, |c, p| crc32c::crc32c_append(c, p));
+    let c = prefix
+        .iter()
+        .fold(0u32, |c, p| crate::crc::crc32c_append(c, p));
     combine(c, value_crc, value_len)
 }
 
@@ -81,7 +83,7 @@ pub(crate) fn stored(seg: &Segment, off: usize) -> Option<u32> {
 /// The error names the file and offset and never carries the bad bytes.
 pub(crate) fn verify(seg: &Segment, off: usize, value: &[u8]) -> Result<u32> {
     let want = stored(seg, off);
-    let got = crc32c::crc32c(value);
+    let got = crate::crc::crc32c(value);
     if want == Some(got) {
         return Ok(got);
     }
@@ -105,8 +107,8 @@ mod combine_tests {
         for split in [0, 1, 7, 8, 63, 1000, 4096, 65_536, 69_999, 70_000] {
             let (a, b) = data.split_at(split);
             assert_eq!(
-                combine(crc32c::crc32c(a), crc32c::crc32c(b), b.len()),
-                crc32c::crc32c(&data),
+                combine(crate::crc::crc32c(a), crate::crc::crc32c(b), b.len()),
+                crate::crc::crc32c(&data),
                 "split at {split}"
             );
         }

@@ -5,7 +5,12 @@
 //! `inline_values` (alias `inline`), `prefault`, `random_access`,
 //! `pread_min_bytes`, `background`,
 //! `defrag_garbage_ratio`, `defrag_max_bytes_per_cycle`, `split_threshold`,
-//! `maintenance_interval_ms`, `maintenance_nice`. Unknown options are an `InvalidArgument`.
+//! `maintenance_interval_ms`, `maintenance_nice`, `max_space_amplification`,
+//! `order_idle_ms`. Unknown options are an `InvalidArgument`.
+//!
+//! `wait_for_background_work` (db_bench `waitforcompaction`) runs the
+//! key-order pass to completion: values of a random-order load are
+//! rewritten in key order, as RocksDB's compactions leave SST files sorted.
 //!
 //! # Limits
 //! Keys up to 65,535 bytes; values up to `min(16 MiB, segment_size / 4)`
@@ -95,6 +100,12 @@ pub fn engine_options(opts: &EngineOptions) -> Result<vmemkv::Options> {
     }
     if let Some(v) = m.take::<i32>("maintenance_nice")? {
         o.maintenance_nice = v;
+    }
+    if let Some(v) = m.take::<f64>("max_space_amplification")? {
+        o.max_space_amplification = v;
+    }
+    if let Some(v) = m.take::<u64>("order_idle_ms")? {
+        o.order_idle_ms = v;
     }
     m.finish()?;
     Ok(o)
@@ -278,6 +289,10 @@ impl Db for VmemkvDb {
 
     fn reorganize(&self) -> Result<()> {
         self.db.reorganize().map_err(map_err)
+    }
+
+    fn wait_for_background_work(&self) -> Result<()> {
+        self.db.wait_for_compaction().map(|_| ()).map_err(map_err)
     }
 
     fn property(&self, name: &str) -> Option<String> {

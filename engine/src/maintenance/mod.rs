@@ -9,8 +9,11 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+mod order;
 pub(crate) mod prio;
 pub(crate) mod throttle;
+
+pub(crate) use order::{compact_range, order_all};
 
 use crate::apply::relocation_old;
 use crate::batch::{BatchIter, BatchOp};
@@ -277,84 +280,16 @@ fn relocate_at(
     Ok(())
 }
 
-/// A value starting within this many bytes after the end of the previous
-/// value of the walk, in the same segment, continues its run (the gap holds
-/// record headers and keys).
-const IN_ORDER_GAP: u64 = 4096;
-/// Runs of at least this many values already in key order stay where they
-/// are; shorter ones move, so that a segment of scattered values empties
-/// completely and can be retired.
-const IN_ORDER_RUN: usize = 16;
-
-/// RocksDB's `CompactRange` for T2: rewrites the stored values of
-/// `[begin, end)` in key order, so that scans over them read contiguous
-/// extents instead of one page per value (values written in random key
-/// order lie scattered across the log). Runs of [`IN_ORDER_RUN`] or more
-/// values already in key order are left in place, so a log loaded in key
-/// order costs a T1 walk and nothing more. Segments emptied by the rewrite are
-/// retired by the closing checkpoint; until then T2 holds both copies of
-/// what moved (up to 2x, as a RocksDB full compaction needs).
-pub(crate) fn compact_range(
-    inner: &Inner,
-    begin: Option<&[u8]>,
-    end: Option<&[u8]>,
-) -> Result<DefragReport> {
-    let _g = inner.defrag.lock();
-    let t0 = Instant::now();
-    let mut rep = DefragReport::default();
-    let mut cur = inner.t1.cursor();
-    match begin {
-        Some(b) => cur.seek(b),
-        None => cur.seek_to_first(),
-    }
-    let mut seg: Option<Arc<Segment>> = None;
-    // The current run of values lying back to back in one segment, held
-    // until it proves long enough to keep ([`IN_ORDER_RUN`]).
-    let mut run: Vec<(Vec<u8>, Locator, crate::index::Entry)> = Vec::new();
-    let mut run_end: Option<(u32, u64)> = None;
-    let mut keeping = false;
-    let mut kept = 0u64;
-    while cur.valid() && end.is_none_or(|e| cur.key() < e) {
-        let e = cur.entry();
-        if let Payload::Stored(l) = e.payload {
-            let off = u64::from(l.offset);
-            let adjacent = run_end
-                .is_some_and(|(ps, pe)| ps == l.segment && off >= pe && off - pe <= IN_ORDER_GAP);
-            if !adjacent {
-                // The run ends: too short to keep, so its values move.
-                for (k, rl, re) in run.drain(..) {
-                    relocate_at(inner, &mut seg, &k, rl, re, &mut rep)?;
-                }
-                keeping = false;
-            }
-            run_end = Some((l.segment, off + u64::from(l.len)));
-            if keeping {
-                kept += 1;
-            } else {
-                run.push((cur.key().to_vec(), l, e));
-                if run.len() >= IN_ORDER_RUN {
-                    kept += run.len() as u64;
-                    run.clear();
-                    keeping = true;
-                }
-            }
-        }
-        cur.next();
-    }
-    for (k, rl, re) in run.drain(..) {
-        relocate_at(inner, &mut seg, &k, rl, re, &mut rep)?;
-    }
-    checkpoint_and_retire(inner, &mut rep)?;
-    count(&inner.counters, &rep);
-    inner.info.log(format_args!(
-        "compact_range: moved {} values ({} bytes) into key order, {kept} already in order, removed {} segments ({} bytes) in {:.3} ms",
-        rep.moved_values,
-        rep.moved_bytes,
-        rep.retired_segments.len(),
-        rep.reclaimed_bytes,
-        t0.elapsed().as_secs_f64() * 1e3
-    ));
-    Ok(rep)
+/// The bytes one cycle (defragment, or a step of the background key-order
+/// pass) may move. Relocated copies exist beside their originals until the
+/// cycle's checkpoint retires the old segments, so a cycle may add up to its
+/// budget to T2: an eighth of the live bytes keeps that transient at 0.125x
+/// (a cycle moving all 200 MB live at once peaked at 2.9x).
+fn cycle_budget(inner: &Inner) -> u64 {
+    inner
+        .opts
+        .defrag_max_bytes_per_cycle
+        .min((inner.log.live_bytes() / 8).max(inner.log.segment_size() as u64))
 }
 
 /// One defragment cycle (bounded by `defrag_max_bytes_per_cycle`).
@@ -362,14 +297,7 @@ pub(crate) fn defragment(inner: &Inner) -> Result<DefragReport> {
     let _g = inner.defrag.lock();
     let t0 = Instant::now();
     let mut rep = DefragReport::default();
-    // Relocated copies exist beside their originals until the cycle's
-    // checkpoint retires the old segments, so a cycle may add up to its
-    // budget to T2: an eighth of the live bytes keeps that transient at
-    // 0.125x (a cycle moving all 200 MB live at once peaked at 2.9x).
-    let budget = inner
-        .opts
-        .defrag_max_bytes_per_cycle
-        .min((inner.log.live_bytes() / 8).max(inner.log.segment_size() as u64));
+    let budget = cycle_budget(inner);
     let mut chosen = Vec::new();
     let mut planned = 0u64;
     for s in candidates(inner) {
@@ -578,6 +506,7 @@ fn urgency_nice(inner: &Inner) -> i32 {
 
 fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
     let every = Duration::from_millis(inner.opts.maintenance_interval_ms);
+    let mut order = order::Schedule::new(inner.opts.order_idle_ms);
     loop {
         {
             let mut s = stop.0.lock();
@@ -615,6 +544,10 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
                     .info
                     .log(format_args!("background checkpoint failed: {e}")),
             }
+        } else if let Err(e) = order.tick(inner, &|| *stop.0.lock()) {
+            inner
+                .info
+                .log(format_args!("background key ordering failed: {e}"));
         }
     }
 }

@@ -162,7 +162,9 @@ impl Log {
         extra: u64,
         parts: &[&[u8]],
     ) -> Result<Appended> {
-        let body_crc = parts.iter().fold(0u32, |c, p| crc32c::crc32c_append(c, p));
+        let body_crc = parts
+            .iter()
+            .fold(0u32, |c, p| crate::crc::crc32c_append(c, p));
         self.append_with_crc(kind, count_or_key_len, seq, extra, parts, body_crc)
     }
 
@@ -179,7 +181,9 @@ impl Log {
     ) -> Result<Appended> {
         debug_assert_eq!(
             body_crc,
-            parts.iter().fold(0u32, |c, p| crc32c::crc32c_append(c, p))
+            parts
+                .iter()
+                .fold(0u32, |c, p| crate::crc::crc32c_append(c, p))
         );
         let body_len: usize = parts.iter().map(|p| p.len()).sum();
         if body_len > self.max_body() {

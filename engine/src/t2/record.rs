@@ -102,7 +102,7 @@ impl Header {
         h[24..32].copy_from_slice(&self.lsn.to_le_bytes());
         h[32..40].copy_from_slice(&self.seq.to_le_bytes());
         h[40..48].copy_from_slice(&self.extra.to_le_bytes());
-        let crc = crc32c::crc32c(&h);
+        let crc = crate::crc::crc32c(&h);
         h[8..12].copy_from_slice(&crc.to_le_bytes());
         h
     }
@@ -124,7 +124,7 @@ impl Header {
         let kind = Kind::from_u8(b[4])?;
         let mut copy = *b;
         copy[8..12].fill(0);
-        if crc32c::crc32c(&copy) != u32_at(8) {
+        if crate::crc::crc32c(&copy) != u32_at(8) {
             return None;
         }
         Some(Header {

@@ -27,7 +27,7 @@ pub fn validate_at(seg: &Segment, off: usize) -> Option<Found> {
         return None;
     }
     let body = seg.bytes(off + HEADER_LEN, h.body_len as usize)?;
-    if crc32c::crc32c(body) != h.body_crc {
+    if crate::crc::crc32c(body) != h.body_crc {
         return None;
     }
     if h.kind == Kind::Relocation && h.count_or_key_len > h.body_len {

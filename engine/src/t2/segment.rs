@@ -345,7 +345,7 @@ mod tests {
             kind: Kind::Batch,
             count_or_key_len: 1,
             body_len: 5,
-            body_crc: crc32c::crc32c(b"hello"),
+            body_crc: crate::crc::crc32c(b"hello"),
             lsn: lsn(1, 64),
             seq: lsn(1, 64),
             extra: 0,

@@ -1,0 +1,307 @@
+//! Key order in T2: rewriting scattered values so that a key range's values
+//! lie back to back. Values land in the log in write order, so after a
+//! random-order load a scan of 100 keys reads 100 pages; once ordered it
+//! reads one extent. Two callers: `compact_range` (RocksDB's `CompactRange`,
+//! every scattered value of the range) and the background pass that runs
+//! once writes go quiet (windows that are mostly scattered; see
+//! [`BACKGROUND_MIN_SCATTERED`]), as RocksDB's automatic compaction leaves
+//! SST files sorted without being asked.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{checkpoint_and_retire, count, cycle_budget, relocate_at, DefragReport};
+use crate::db::Inner;
+use crate::error::Result;
+use crate::index::{Entry, Locator, Payload};
+use crate::stats::Counters;
+use crate::t2::segment::Segment;
+
+/// A value starting within this many bytes after the end of the previous
+/// value of the walk, in the same segment, continues its run (the gap holds
+/// record headers and keys).
+const IN_ORDER_GAP: u64 = 4096;
+/// Runs of at least this many values already in key order stay where they
+/// are; shorter ones move, so that a segment of scattered values empties
+/// completely and can be retired.
+const IN_ORDER_RUN: usize = 16;
+/// Stored values per decision window: the background pass judges (and
+/// moves) scattered values a window at a time, which also bounds the keys
+/// held in memory.
+const WINDOW: usize = 4096;
+/// The background pass moves a window's scattered values only when they
+/// are at least this fraction of it. A random-order load is ~100%
+/// scattered; a key-order load with sparse overwrites is a few percent,
+/// and rewriting those would cost a copy per overwrite for one saved
+/// extent each.
+pub(crate) const BACKGROUND_MIN_SCATTERED: f64 = 0.25;
+
+type Held = (Vec<u8>, Locator, Entry);
+
+/// One walk of T1 in key order, classifying each stored value as in a
+/// long run (kept) or scattered (moved, window by window).
+struct Walk<'a> {
+    inner: &'a Inner,
+    min_scattered: f64,
+    seg: Option<Arc<Segment>>,
+    /// The current run of values lying back to back in one segment, held
+    /// until it proves long enough to keep.
+    run: Vec<Held>,
+    run_end: Option<(u32, u64)>,
+    keeping: bool,
+    /// Scattered values of the current window.
+    scattered: Vec<Held>,
+    seen: usize,
+    kept: u64,
+}
+
+impl<'a> Walk<'a> {
+    fn new(inner: &'a Inner, min_scattered: f64) -> Walk<'a> {
+        Walk {
+            inner,
+            min_scattered,
+            seg: None,
+            run: Vec::new(),
+            run_end: None,
+            keeping: false,
+            scattered: Vec::new(),
+            seen: 0,
+            kept: 0,
+        }
+    }
+
+    fn observe(&mut self, key: &[u8], l: Locator, e: Entry) {
+        let off = u64::from(l.offset);
+        let adjacent = self
+            .run_end
+            .is_some_and(|(ps, pe)| ps == l.segment && off >= pe && off - pe <= IN_ORDER_GAP);
+        if !adjacent {
+            self.end_run();
+        }
+        self.run_end = Some((l.segment, off + u64::from(l.len)));
+        self.seen += 1;
+        if self.keeping {
+            self.kept += 1;
+        } else {
+            self.run.push((key.to_vec(), l, e));
+            if self.run.len() >= IN_ORDER_RUN {
+                self.kept += self.run.len() as u64;
+                self.run.clear();
+                self.keeping = true;
+            }
+        }
+    }
+
+    /// The run ends: too short to keep, so its values are scattered.
+    fn end_run(&mut self) {
+        self.scattered.append(&mut self.run);
+        self.keeping = false;
+    }
+
+    /// Closes the window: moves its scattered values if there are enough.
+    fn close_window(&mut self, rep: &mut DefragReport) -> Result<()> {
+        let enough = self.scattered.len() as f64 >= self.min_scattered * self.seen as f64;
+        if enough {
+            for (k, l, e) in std::mem::take(&mut self.scattered) {
+                relocate_at(self.inner, &mut self.seg, &k, l, e, rep)?;
+            }
+        } else {
+            self.kept += self.scattered.len() as u64;
+            self.scattered.clear();
+        }
+        self.seen = 0;
+        Ok(())
+    }
+}
+
+/// Where a walk stopped.
+pub(crate) struct Step {
+    pub rep: DefragReport,
+    /// Values left in place (long runs, or windows not worth moving).
+    pub kept: u64,
+    /// The key to resume from, or `None` once the range is done.
+    pub resume: Option<Vec<u8>>,
+}
+
+/// Walks `[begin, end)` and moves scattered values (see [`Walk`]) until
+/// the range ends, `budget` bytes have moved, or `go_on` says stop
+/// (checked between windows). Does not checkpoint.
+fn walk(
+    inner: &Inner,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    min_scattered: f64,
+    budget: u64,
+    go_on: &dyn Fn() -> bool,
+) -> Result<Step> {
+    let mut rep = DefragReport::default();
+    let mut w = Walk::new(inner, min_scattered);
+    let mut cur = inner.t1.cursor();
+    match begin {
+        Some(b) => cur.seek(b),
+        None => cur.seek_to_first(),
+    }
+    let mut resume = None;
+    while cur.valid() && end.is_none_or(|e| cur.key() < e) {
+        if w.seen >= WINDOW {
+            w.close_window(&mut rep)?;
+            if rep.moved_bytes >= budget || !go_on() {
+                resume = Some(cur.key().to_vec());
+                break;
+            }
+        }
+        let e = cur.entry();
+        if let Payload::Stored(l) = e.payload {
+            w.observe(cur.key(), l, e);
+        }
+        cur.next();
+    }
+    w.end_run();
+    w.close_window(&mut rep)?;
+    Ok(Step {
+        rep,
+        kept: w.kept,
+        resume,
+    })
+}
+
+/// RocksDB's `CompactRange` for T2: rewrites every scattered stored value
+/// of `[begin, end)` in key order. Runs of [`IN_ORDER_RUN`] or more values
+/// already in key order are left in place, so a log loaded in key order
+/// costs a T1 walk and nothing more. Segments emptied by the rewrite are
+/// retired by the closing checkpoint; until then T2 holds both copies of
+/// what moved (up to 2x, as a RocksDB full compaction needs).
+pub(crate) fn compact_range(
+    inner: &Inner,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<DefragReport> {
+    let _g = inner.defrag.lock();
+    let t0 = Instant::now();
+    let mut step = walk(inner, begin, end, 0.0, u64::MAX, &|| true)?;
+    checkpoint_and_retire(inner, &mut step.rep)?;
+    finish(inner, "compact_range", &step, t0);
+    Ok(step.rep)
+}
+
+/// One bounded step of the background pass from `from` (`None` = the
+/// first key): moves at most a defragment cycle's budget, stops early once
+/// `go_on` turns false, and checkpoints if anything moved so that emptied
+/// segments go at once.
+pub(crate) fn background_step(
+    inner: &Inner,
+    from: Option<&[u8]>,
+    go_on: &dyn Fn() -> bool,
+) -> Result<Step> {
+    let _g = inner.defrag.lock();
+    let t0 = Instant::now();
+    let mut step = walk(
+        inner,
+        from,
+        None,
+        BACKGROUND_MIN_SCATTERED,
+        cycle_budget(inner),
+        go_on,
+    )?;
+    if step.rep.moved_values > 0 {
+        checkpoint_and_retire(inner, &mut step.rep)?;
+        finish(inner, "key order (background)", &step, t0);
+    }
+    Ok(step)
+}
+
+fn finish(inner: &Inner, what: &str, step: &Step, t0: Instant) {
+    let rep = &step.rep;
+    count(&inner.counters, rep);
+    Counters::add(&inner.counters.ordered_values, rep.moved_values);
+    inner.info.log(format_args!(
+        "{what}: moved {} values ({} bytes) into key order, {} left in place, removed {} segments ({} bytes) in {:.3} ms{}",
+        rep.moved_values,
+        rep.moved_bytes,
+        step.kept,
+        rep.retired_segments.len(),
+        rep.reclaimed_bytes,
+        t0.elapsed().as_secs_f64() * 1e3,
+        if step.resume.is_some() { "; continues" } else { "" }
+    ));
+}
+
+/// The background pass from the first key to the last, step after step,
+/// without waiting for quiet ([`crate::Db::wait_for_compaction`]).
+pub(crate) fn order_all(inner: &Inner) -> Result<DefragReport> {
+    let mut total = DefragReport::default();
+    let mut from: Option<Vec<u8>> = None;
+    loop {
+        let step = background_step(inner, from.as_deref(), &|| true)?;
+        let r = step.rep;
+        total.moved_values += r.moved_values;
+        total.moved_bytes += r.moved_bytes;
+        total.retired_segments.extend(r.retired_segments);
+        total.reclaimed_bytes += r.reclaimed_bytes;
+        match step.resume {
+            Some(k) => from = Some(k),
+            None => return Ok(total),
+        }
+    }
+}
+
+/// When the background pass runs: once writes have been quiet for
+/// `Options::order_idle_ms`, and again after each later burst of writes.
+/// A pass interrupted by writes resumes where it stopped.
+pub(crate) struct Schedule {
+    idle: Duration,
+    writes: u64,
+    quiet_since: Instant,
+    /// The write count a finished pass covered (`None`: no pass yet since
+    /// open, so one runs once to order what an earlier process loaded).
+    done_at: Option<u64>,
+    started_at: u64,
+    resume: Option<Vec<u8>>,
+}
+
+impl Schedule {
+    pub(crate) fn new(idle_ms: u64) -> Schedule {
+        Schedule {
+            idle: Duration::from_millis(idle_ms),
+            writes: 0,
+            quiet_since: Instant::now(),
+            done_at: None,
+            started_at: 0,
+            resume: None,
+        }
+    }
+
+    /// Runs one step if the pass is due; returns whether it ran. The step
+    /// ends early when a write arrives or `stopping` turns true (close
+    /// must not wait for a whole step).
+    pub(crate) fn tick(
+        &mut self,
+        inner: &Inner,
+        stopping: &(dyn Fn() -> bool + Sync),
+    ) -> Result<bool> {
+        if self.idle.is_zero() {
+            return Ok(false);
+        }
+        let writes = Counters::get(&inner.counters.writes);
+        if writes != self.writes {
+            self.writes = writes;
+            self.quiet_since = Instant::now();
+        }
+        if self.done_at == Some(writes) || self.quiet_since.elapsed() < self.idle {
+            return Ok(false);
+        }
+        if self.resume.is_none() {
+            self.started_at = writes;
+        }
+        let from = self.resume.take();
+        let go_on = || Counters::get(&inner.counters.writes) == writes && !stopping();
+        let step = super::prio::niced(inner.opts.maintenance_nice, || {
+            background_step(inner, from.as_deref(), &go_on)
+        })?;
+        match step.resume {
+            Some(k) => self.resume = Some(k),
+            None => self.done_at = Some(self.started_at),
+        }
+        Ok(true)
+    }
+}

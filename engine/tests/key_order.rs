@@ -1,0 +1,144 @@
+//! The key-order pass: values of a random-order load are rewritten in key
+//! order once writes go quiet (or on `wait_for_compaction`), a key-order
+//! load with sparse overwrites is left alone, and nothing moves while
+//! writes keep coming or when the pass is off. Each case checks the data
+//! against a model, and after a reopen.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::*;
+use vmemkv::{Db, Options};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+const N: u64 = 20_000;
+
+/// Background threads on (checkpoint, defragment: they may move values
+/// too) unless `idle_ms` is `None`; the key-order pass after `idle_ms`.
+fn open_with(dir: &std::path::Path, idle_ms: Option<u64>) -> Db {
+    let o = Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(10)
+        .background(idle_ms.is_some())
+        .order_idle_ms(idle_ms.unwrap_or(0));
+    Db::open(dir, o).unwrap_or_else(|e| panic!("open: {e}"))
+}
+
+/// `N` keys of 200 B written in a scrambled key order.
+fn scrambled_load(db: &Db) -> Model {
+    let mut m = Model::new();
+    for n in 0..N {
+        let i = (n * 7919) % N;
+        let v = value(i, 0, 200);
+        db.put(&key(i), &v).unwrap_or_else(|e| panic!("{e}"));
+        m.insert(key(i), v);
+    }
+    m
+}
+
+/// Values `compact_range` would still move: the layout's disorder.
+fn still_scattered(db: &Db) -> u64 {
+    db.compact_range(None, None)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .moved_values
+}
+
+fn check(db: Db, dir: &std::path::Path, model: &Model) {
+    assert_eq!(&dump(&db), model);
+    drop(db);
+    let db = open(dir);
+    assert_eq!(&dump(&db), model, "after reopen");
+}
+
+#[test]
+fn a_random_load_is_put_in_key_order_once_writes_go_quiet() {
+    let dir = tmp();
+    let db = open_with(dir.path(), Some(200));
+    let model = scrambled_load(&db);
+    let t0 = Instant::now();
+    while db.statistics().ordered_values < N * 9 / 10 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the background pass did not order the load: {:?}",
+            db.statistics()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = still_scattered(&db);
+    assert!(left < N / 50, "{left} values still out of key order");
+    assert!(info_log(dir.path()).contains("key order (background)"));
+    check(db, dir.path(), &model);
+}
+
+#[test]
+fn wait_for_compaction_orders_a_random_load_and_then_moves_nothing() {
+    let dir = tmp();
+    let db = open_with(dir.path(), None);
+    let model = scrambled_load(&db);
+    let r = db.wait_for_compaction().unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.moved_values > N * 9 / 10, "{r:?}");
+    assert!(
+        !r.retired_segments.is_empty(),
+        "emptied segments stay: {r:?}"
+    );
+    let again = db.wait_for_compaction().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.moved_values, 0, "{again:?}");
+    assert!(still_scattered(&db) < N / 50);
+    check(db, dir.path(), &model);
+}
+
+#[test]
+fn sparse_overwrites_of_a_key_order_load_are_left_in_place() {
+    let dir = tmp();
+    let db = open_with(dir.path(), None);
+    let mut model = Model::new();
+    for i in 0..N {
+        let v = value(i, 0, 200);
+        db.put(&key(i), &v).unwrap_or_else(|e| panic!("{e}"));
+        model.insert(key(i), v);
+    }
+    // 2% of the keys rewritten at random: each is one scattered value in a
+    // window of ordered ones, not worth a copy.
+    for n in 0..N / 50 {
+        let i = (n * 7919 + 13) % N;
+        let v = value(i, 1, 200);
+        db.put(&key(i), &v).unwrap_or_else(|e| panic!("{e}"));
+        model.insert(key(i), v);
+    }
+    let r = db.wait_for_compaction().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.moved_values, 0, "{r:?}");
+    // compact_range, asked explicitly, does move them.
+    assert!(still_scattered(&db) >= N / 60);
+    check(db, dir.path(), &model);
+}
+
+#[test]
+fn nothing_is_ordered_while_writes_keep_coming_or_when_off() {
+    let dir = tmp();
+    let db = open_with(dir.path(), Some(300));
+    let mut model = Model::new();
+    // Writes every few milliseconds for 1.5 s: never 300 ms of quiet.
+    let t0 = Instant::now();
+    let mut n = 0u64;
+    while t0.elapsed() < Duration::from_millis(1500) {
+        for _ in 0..100 {
+            let i = (n * 7919) % N;
+            let v = value(i, n, 200);
+            db.put(&key(i), &v).unwrap_or_else(|e| panic!("{e}"));
+            model.insert(key(i), v);
+            n += 1;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(db.statistics().ordered_values, 0);
+    drop(db);
+    // Off: quiet for 1 s, still nothing moves.
+    let db = open_with(dir.path(), Some(0));
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(db.statistics().ordered_values, 0);
+    assert!(still_scattered(&db) > 1000, "the load was not scattered");
+    check(db, dir.path(), &model);
+}

@@ -74,7 +74,12 @@ mod imp {
 }
 
 /// I/O calls that tests can make fail with `EIO` (see [`io_error`]).
-pub const IO_POINTS: &[&str] = &["segment.msync", "segment.create", "snapshot.sync"];
+pub const IO_POINTS: &[&str] = &[
+    "segment.msync",
+    "segment.create",
+    "segment.write",
+    "snapshot.sync",
+];
 
 #[cfg(feature = "failpoints")]
 static IO_FAILING: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());

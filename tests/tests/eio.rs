@@ -56,6 +56,18 @@ fn eio_is_an_io_error_reads_go_on_and_the_engine_recovers() {
             .unwrap_or_else(|e| panic!("{e}"));
         acked.push(100);
 
+        // Writing a record fails: the put reports it and its reserved range
+        // stays a hole (zero commit word) that recovery steps over; puts
+        // after the disk recovers land behind it.
+        set_io_error("segment.write", true);
+        io_error_naming(db.put_opt(&sync, &key(9000), &val(9000)), "writing");
+        set_io_error("segment.write", false);
+        assert_eq!(
+            db.get(&key(9000)).ok().flatten(),
+            None,
+            "a failed put is visible"
+        );
+
         // The snapshot's fsync fails: the checkpoint fails, the old state stands.
         set_io_error("snapshot.sync", true);
         io_error_naming(db.checkpoint(), "CHECKPOINT-");
@@ -88,6 +100,11 @@ fn eio_is_an_io_error_reads_go_on_and_the_engine_recovers() {
         }
     }
     let db = Db::open(dir.path(), opts()).unwrap_or_else(|e| panic!("reopen: {e}"));
+    assert_eq!(
+        db.get(&key(9000)).ok().flatten(),
+        None,
+        "the failed put came back"
+    );
     for &i in &acked {
         assert_eq!(
             db.get(&key(i)).ok().flatten(),

@@ -207,7 +207,7 @@ impl Log {
                     seq: seq.unwrap_or(at),
                     extra,
                 };
-                if !seg.write_record(off, &header, parts) {
+                if !seg.write_record(off, &header, parts)? {
                     return Err(Error::InvalidArgument(format!(
                         "internal: record of {len} bytes at offset {off} does not fit {}",
                         seg.path.display()
@@ -264,7 +264,7 @@ impl Log {
             seq: lsn(old.id, at as u32),
             extra: u64::from(next),
         };
-        if !old.write_record(at, &seal, &[]) {
+        if !old.write_record(at, &seal, &[])? {
             return Err(Error::InvalidArgument(format!(
                 "internal: no room for the seal at offset {at} of {}",
                 old.path.display()

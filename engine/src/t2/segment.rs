@@ -29,6 +29,9 @@ use crate::t2::record::{Header, HEADER_LEN};
 /// 100-byte values, even at 200, and 25% slower at 400.
 pub const PWRITE_MIN_RECORD: usize = 256;
 
+/// The page granularity of buffered writes (see `Segment::pwrite_record`).
+const PAGE_SIZE: usize = 4096;
+
 thread_local! {
     /// A record's bytes after its commit word, gathered for one `pwrite`.
     static RECORD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -250,9 +253,21 @@ impl Segment {
         Ok(true)
     }
 
-    /// [`Self::write_record`] through the file.
+    /// [`Self::write_record`] through the file. A record inside one page
+    /// goes out in one `pwrite`, commit word included: a buffered write
+    /// copies each page (folio) whole under its lock and checks for a
+    /// fatal signal only between pages, so a writer killed mid-call leaves
+    /// the page's record entirely written or not at all. A record crossing
+    /// a page boundary could be cut between pages, so it is written in two
+    /// calls, the commit word last. (Power loss is the checksums' and
+    /// `msync`'s business either way, as for writes through the mapping.)
     fn pwrite_record(&self, off: usize, header: &Header, parts: &[&[u8]]) -> Result<()> {
         let hdr = header.encode();
+        let body_len: usize = parts.iter().map(|p| p.len()).sum();
+        let end = off + HEADER_LEN + body_len;
+        let one_page = off / PAGE_SIZE == (end - 1) / PAGE_SIZE;
+        // Where the first call starts: with the commit word, or after it.
+        let from = if one_page { 0 } else { 8 };
         let io = |e| {
             Error::io(
                 format!("writing {} at offset {off}", self.path.display()),
@@ -264,11 +279,11 @@ impl Segment {
             .with(|b| {
                 let mut b = b.borrow_mut();
                 b.clear();
-                b.extend_from_slice(hdr.get(8..).unwrap_or_default());
+                b.extend_from_slice(hdr.get(from..).unwrap_or_default());
                 for p in parts {
                     b.extend_from_slice(p);
                 }
-                let r = self.file.write_all_at(&b, off as u64 + 8);
+                let r = self.file.write_all_at(&b, (off + from) as u64);
                 // Keep a small buffer, not the largest record ever written.
                 if b.capacity() > 1 << 20 {
                     *b = Vec::new();
@@ -276,6 +291,9 @@ impl Segment {
                 r
             })
             .map_err(io)?;
+        if one_page {
+            return Ok(());
+        }
         self.file
             .write_all_at(&header.commit_word().to_le_bytes(), off as u64)
             .map_err(io)

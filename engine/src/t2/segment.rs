@@ -24,7 +24,7 @@ use crate::t2::record::{Header, HEADER_LEN};
 
 /// Records of at least this many bytes (header included) are written with
 /// `pwrite`, smaller ones through the mapping (see
-/// [`Segment::write_record`]). Measured with db_bench `fillseq` and
+/// `Segment::write_record`). Measured with db_bench `fillseq` and
 /// `fillrandom`, 16-byte keys: through the mapping was 7-10% faster at
 /// 100-byte values, even at 200, and 25% slower at 400.
 pub const PWRITE_MIN_RECORD: usize = 256;

@@ -670,10 +670,17 @@ impl Inner {
                     .append_with_crc(Kind::Batch, count, None, 0, parts, c)?,
                 None => self.log.append(Kind::Batch, count, None, 0, parts)?,
             };
-            let body: &[u8] = a
-                .seg
-                .bytes(a.body_off, parts.iter().map(|p| p.len()).sum())
-                .unwrap_or_default();
+            // A one-part body (every `write(batch)`) is parsed from the
+            // caller's buffer: the same bytes, without reading the record
+            // back through the mapping, which for a pwritten record costs a
+            // page fault per new page.
+            let body: &[u8] = match parts {
+                [one] => one,
+                _ => a
+                    .seg
+                    .bytes(a.body_off, parts.iter().map(|p| p.len()).sum())
+                    .unwrap_or_default(),
+            };
             let seg = &a.seg;
             let adjust = |id: u32, d: i64| {
                 if id == seg.id {

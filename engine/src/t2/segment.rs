@@ -246,14 +246,15 @@ impl Segment {
             return Ok(false);
         }
         if HEADER_LEN + body_len >= PWRITE_MIN_RECORD {
-            self.pwrite_record(off, header, parts)?;
+            self.pwrite_record(off, HEADER_LEN + body_len, header, parts)?;
         } else {
             self.store_record(off, header, parts);
         }
         Ok(true)
     }
 
-    /// [`Self::write_record`] through the file. A record inside one page
+    /// [`Self::write_record`] through the file (`len`: the whole record,
+    /// header included). A record inside one page
     /// goes out in one `pwrite`, commit word included: a buffered write
     /// copies each page (folio) whole under its lock and checks for a
     /// fatal signal only between pages, so a writer killed mid-call leaves
@@ -261,11 +262,15 @@ impl Segment {
     /// a page boundary could be cut between pages, so it is written in two
     /// calls, the commit word last. (Power loss is the checksums' and
     /// `msync`'s business either way, as for writes through the mapping.)
-    fn pwrite_record(&self, off: usize, header: &Header, parts: &[&[u8]]) -> Result<()> {
+    fn pwrite_record(
+        &self,
+        off: usize,
+        len: usize,
+        header: &Header,
+        parts: &[&[u8]],
+    ) -> Result<()> {
         let hdr = header.encode();
-        let body_len: usize = parts.iter().map(|p| p.len()).sum();
-        let end = off + HEADER_LEN + body_len;
-        let one_page = off / PAGE_SIZE == (end - 1) / PAGE_SIZE;
+        let one_page = off / PAGE_SIZE == (off + len - 1) / PAGE_SIZE;
         // Where the first call starts: with the commit word, or after it.
         let from = if one_page { 0 } else { 8 };
         let io = |e| {

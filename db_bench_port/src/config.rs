@@ -430,5 +430,15 @@ fn engine_extra(
             .entry("order_idle_ms".to_string())
             .or_insert_with(|| "0".to_string());
     }
+    // RocksDB's direct-read switch picks where vmemkv's async MultiScan
+    // reads values (O_DIRECT into its own buffers, or the page cache), so
+    // `--use_direct_reads=1` compares direct reads with direct reads.
+    if engine == EngineChoice::Compat(EngineKind::Vmemkv) {
+        if let Some((_, v)) = flags.explicit().find(|(n, _)| *n == "use_direct_reads") {
+            extra
+                .entry("use_direct_reads".to_string())
+                .or_insert_with(|| v.to_string());
+        }
+    }
     Ok((extra, warnings))
 }

@@ -362,6 +362,17 @@ fn vmemkv_ablation_flags_become_engine_options() {
         .as_deref(),
         Some("50")
     );
+    // RocksDB's direct-read switch picks vmemkv's MultiScan read mode.
+    let direct = |args: &[&str]| {
+        let cfg = db_bench_port::config::Config::from_flags(flags(args), None).expect("config");
+        cfg.extra.get("use_direct_reads").cloned()
+    };
+    assert_eq!(direct(&["--use_direct_reads=1"]).as_deref(), Some("true"));
+    assert_eq!(
+        direct(&["--use_direct_reads=false"]).as_deref(),
+        Some("false")
+    );
+    assert_eq!(direct(&[]), None);
 }
 
 #[test]

@@ -168,6 +168,11 @@ fn op_pagecache(st: &Store, n: u64, seed: &mut u64) -> usize {
     op(st, n, seed, true, BufferMode::PageCache)
 }
 
+#[inline(never)]
+fn op_direct(st: &Store, n: u64, seed: &mut u64) -> usize {
+    op(st, n, seed, true, BufferMode::Direct)
+}
+
 fn evict(st: &Store) {
     for s in st.log.segments() {
         residency::evict(&s).unwrap_or_else(|e| panic!("{e}"));
@@ -285,7 +290,10 @@ fn warm_interleaved(
                         match (a, m) {
                             (false, _) => op_sync(&st, n, &mut seed),
                             (true, BufferMode::Owned) => op_owned(&st, n, &mut seed),
-                            (true, BufferMode::PageCache) => op_pagecache(&st, n, &mut seed),
+                            (true, BufferMode::PageCache | BufferMode::Auto) => {
+                                op_pagecache(&st, n, &mut seed)
+                            }
+                            (true, BufferMode::Direct) => op_direct(&st, n, &mut seed),
                         };
                         acc[i].0 += w.elapsed();
                         acc[i].1 += thread_cpu().saturating_sub(c);
@@ -355,6 +363,7 @@ fn main() {
         ("sync", false, BufferMode::Owned),
         ("async-owned", true, BufferMode::Owned),
         ("async-pagecache", true, BufferMode::PageCache),
+        ("async-direct", true, BufferMode::Direct),
     ];
     let warm_rounds: u64 = env("MS_WARM_OPS", 400);
     let phases = env("MS_PHASES", "cold,warm".to_string());

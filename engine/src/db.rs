@@ -546,7 +546,12 @@ impl Db {
         &self,
         args: &crate::multiscan::MultiScanArgs,
     ) -> Result<crate::multiscan::MultiScanIter<'_>> {
-        crate::multiscan::multi_scan(&self.inner.t1, &self.inner.log, args)
+        let mode = match self.inner.opts.use_direct_reads {
+            None => crate::multiscan::BufferMode::Auto,
+            Some(true) => crate::multiscan::BufferMode::Direct,
+            Some(false) => crate::multiscan::BufferMode::PageCache,
+        };
+        crate::multiscan::multi_scan_with(&self.inner.t1, &self.inner.log, args, mode)
     }
 }
 

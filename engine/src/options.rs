@@ -88,6 +88,14 @@ pub struct Options {
     /// later scans read contiguous extents (default 1000; 0 = never; needs
     /// `background`). `Db::compact_range` does the same on demand.
     pub order_idle_ms: u64,
+    /// Where an async MultiScan reads values that are not in the page
+    /// cache (RocksDB's `use_direct_reads`): `Some(true)` with `O_DIRECT`
+    /// into buffers the scan owns, `Some(false)` into the page cache,
+    /// `None` (default) direct only when the value log is larger than half
+    /// of the memory the page cache can use (see
+    /// [`crate::multiscan::BufferMode::Auto`]). A scan's own
+    /// `MultiScanArgs::buffer_mode` wins over it.
+    pub use_direct_reads: Option<bool>,
 }
 
 impl Default for Options {
@@ -111,6 +119,7 @@ impl Default for Options {
             maintenance_nice: 10,
             max_space_amplification: 2.0,
             order_idle_ms: 1000,
+            use_direct_reads: None,
         }
     }
 }
@@ -162,6 +171,8 @@ impl Options {
         maintenance_nice: i32);
     setter!(/// Sets `order_idle_ms`.
         order_idle_ms: u64);
+    setter!(/// Sets `use_direct_reads`.
+        use_direct_reads: Option<bool>);
 
     /// The largest value accepted with these options:
     /// `min(16 MiB, segment_size / 4)`.

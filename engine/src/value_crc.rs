@@ -82,7 +82,17 @@ pub(crate) fn stored(seg: &Segment, off: usize) -> Option<u32> {
 /// Checks `value`, read from `off` in `seg`, against its stored checksum.
 /// The error names the file and offset and never carries the bad bytes.
 pub(crate) fn verify(seg: &Segment, off: usize, value: &[u8]) -> Result<u32> {
-    let want = stored(seg, off);
+    verify_against(seg, off, stored(seg, off), value)
+}
+
+/// [`verify`] with the stored checksum already read (`want`), e.g. from a
+/// buffer the record was read into.
+pub(crate) fn verify_against(
+    seg: &Segment,
+    off: usize,
+    want: Option<u32>,
+    value: &[u8],
+) -> Result<u32> {
     let got = crate::crc::crc32c(value);
     if want == Some(got) {
         return Ok(got);

@@ -6,7 +6,9 @@
 //! `pread_min_bytes`, `background`,
 //! `defrag_garbage_ratio`, `defrag_max_bytes_per_cycle`, `split_threshold`,
 //! `maintenance_interval_ms`, `maintenance_nice`, `max_space_amplification`,
-//! `order_idle_ms`. Unknown options are an `InvalidArgument`.
+//! `order_idle_ms`, `use_direct_reads` (async MultiScan reads with
+//! `O_DIRECT`; unset = by the size of the log against memory). Unknown
+//! options are an `InvalidArgument`.
 //!
 //! `wait_for_background_work` (db_bench `waitforcompaction`) runs the
 //! key-order pass to completion: values of a random-order load are
@@ -106,6 +108,9 @@ pub fn engine_options(opts: &EngineOptions) -> Result<vmemkv::Options> {
     }
     if let Some(v) = m.take::<u64>("order_idle_ms")? {
         o.order_idle_ms = v;
+    }
+    if let Some(v) = m.take_bool("use_direct_reads")? {
+        o.use_direct_reads = Some(v);
     }
     m.finish()?;
     Ok(o)
@@ -369,5 +374,20 @@ mod tests {
             crate::open(EngineKind::Vmemkv, dir.path(), &o),
             Err(Error::InvalidArgument(m)) if m.contains("no_such_option")
         ));
+    }
+
+    #[test]
+    fn use_direct_reads_maps_to_the_engine_option() -> Result<()> {
+        let o = |v: &str| engine_options(&EngineOptions::default().set("use_direct_reads", v));
+        assert_eq!(o("1")?.use_direct_reads, Some(true));
+        assert_eq!(o("false")?.use_direct_reads, Some(false));
+        assert_eq!(
+            engine_options(&EngineOptions::default())?.use_direct_reads,
+            None
+        );
+        assert!(
+            matches!(o("maybe"), Err(Error::InvalidArgument(m)) if m.contains("use_direct_reads"))
+        );
+        Ok(())
     }
 }

@@ -28,12 +28,14 @@ const DEFAULT: u64 = 64 << 20;
 /// The default for the most bytes all scans together plan ahead of their
 /// current range (measured once per process).
 pub(crate) fn limit() -> u64 {
-    static LIMIT: OnceLock<u64> = OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        crate::membudget::budget()
-            .map_or(DEFAULT, |b| b / SHARE)
-            .clamp(MIN, MAX)
-    })
+    (page_cache() / SHARE).clamp(MIN, MAX)
+}
+
+/// The page cache the process can expect (`membudget`, measured once per
+/// process; [`DEFAULT`] times [`SHARE`] when unreadable).
+pub(crate) fn page_cache() -> u64 {
+    static BUDGET: OnceLock<u64> = OnceLock::new();
+    *BUDGET.get_or_init(|| crate::membudget::budget().unwrap_or(DEFAULT * SHARE))
 }
 
 /// Bytes a single window of resolved entries may hold: a quarter of the

@@ -45,22 +45,42 @@
 //! [`fallback::DISABLE_ENV`] set) one warning is printed and every scan
 //! takes the synchronous path, with identical results.
 //!
-//! **Buffers**: by default ([`BufferMode::PageCache`]) each extent is an
-//! `IORING_OP_FADVISE(POSIX_FADV_WILLNEED)`: the kernel reads the pages
-//! into the page cache as one large readahead and values are served from
-//! the mapping; a value whose pages are still in flight blocks on the page
-//! lock, not on the ring. [`BufferMode::Owned`] issues `IORING_OP_READ`
-//! into buffers owned by the scan instead. Buffered io_uring reads of
-//! uncached pages are retried by the kernel page by page as readahead
-//! completes, and each costs a copy and a fresh anonymous buffer, so
-//! advice won or tied in every case measured (cold, 1 thread, db_bench
-//! `multiscan` 15 x 100 keys, ops/s, advice vs read vs the synchronous
-//! path): 1 KiB values loaded in key order 579-627 vs 356-468 vs 422-511
-//! (8 GiB cgroup) and 548-640 vs 354-439 vs 266-346 (384 MiB); in random
-//! order 127-156 vs 119-142 vs 73-84 and 103-128 vs 106-119 vs 70-91;
-//! 64 KiB values in a 384 MiB cgroup 6-12 vs 3-6 vs 11-13 (96 MB per
-//! scan: the disk's bandwidth is the limit for every path). `O_DIRECT`
-//! reads into owned buffers were slower still (1 op/s on the 64 KiB case).
+//! **Submission is pipelined**: each range's reads are submitted as soon
+//! as that range is resolved, not after all of them, so the disk starts on
+//! the first range while T1 resolves the rest (resolving 15 x 100 keys
+//! takes ~125 us of a ~1.1 ms cold scan, during which the disk sat idle).
+//!
+//! **Buffers** ([`BufferMode`]; `Options::use_direct_reads` sets the
+//! engine's default, db_bench `--use_direct_reads`):
+//! * [`BufferMode::Direct`]: `O_DIRECT` `IORING_OP_READ` into page-aligned
+//!   buffers the scan owns (module `buffers`; reused through the ring pool,
+//!   so no allocation or zeroing per read). The read's completion is the
+//!   signal that the value is there; values are served from the buffer
+//!   with no page fault, and nothing enters the page cache. Reads hold
+//!   whole values (with their checksum) and are cut only between values:
+//!   a value split between two reads was served through the mapping, one
+//!   4 KiB fault at a time (64 KiB values: 2 ops/s instead of 16).
+//! * [`BufferMode::PageCache`]: each extent is an
+//!   `IORING_OP_FADVISE(POSIX_FADV_WILLNEED)`; the kernel's io-wq workers
+//!   read the pages into the page cache and values are served from the
+//!   mapping, a value still in flight blocking on its page lock. The pages
+//!   stay cached, so data that fits in memory warms up.
+//! * [`BufferMode::Owned`]: buffered `IORING_OP_READ` into owned buffers;
+//!   the kernel retries uncached pages one by one and copies them, and it
+//!   was the slowest in every measurement.
+//! * [`BufferMode::Auto`] (default): `Direct` when the log is larger than
+//!   half of the page cache the process can expect (caching it would only
+//!   evict pages before their next use), `PageCache` otherwise.
+//!
+//! Cold db_bench `multiscan`, 15 x 100 keys, 5M x 512 B, 1 thread,
+//! page cache dropped, interleaved runs (ops/s): key-order data 1044-1147
+//! direct vs 755-995 page cache vs 643-860 owned; data ordered after a
+//! random load 1268-1543 vs 1179-1265 vs 1128-1204. 48k x 64 KiB in a
+//! 384 MiB cgroup: 16-19 direct vs 11-13 page cache (1 and 2 threads).
+//! Direct wins because its completion is exact (the page cache path
+//! faults on pages still under I/O and sleeps page by page) and because
+//! the submitting thread issues the reads itself instead of handing each
+//! advice to an io-wq worker that allocates and inserts page-cache pages.
 //!
 //! **Warm cache**: pages found resident are not read; once the first
 //! residency probes of a window find nothing missing, the rest of the
@@ -77,6 +97,7 @@
 //! as completions arrive.
 
 mod ahead;
+mod buffers;
 pub mod fallback;
 pub(crate) mod plan;
 mod readahead;
@@ -86,6 +107,7 @@ mod uring;
 use crate::error::{Error, Result};
 use crate::index::{Cursor, T1};
 use crate::t2::log::Log;
+use crate::value_crc::VALUE_CRC_LEN;
 use plan::{Extent, Item, Planner, SegTable, Val, Window, NO_EXT};
 use uring::Reader;
 
@@ -127,13 +149,45 @@ impl ScanRange {
 /// Where prefetched bytes go (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BufferMode {
+    /// [`Self::Direct`] when the value log is larger than half of the page
+    /// cache the process can expect (`membudget`), so that cached pages
+    /// would be evicted before they are read again; [`Self::PageCache`]
+    /// otherwise, so that data that fits in memory warms up. The default.
+    #[default]
+    Auto,
     /// `IORING_OP_READ` into buffers owned by the scan; values are served
     /// from them.
     Owned,
     /// `IORING_OP_FADVISE(WILLNEED)`: the kernel reads the pages into the
-    /// page cache and values are served from the mapping. The default.
-    #[default]
+    /// page cache and values are served from the mapping.
     PageCache,
+    /// `O_DIRECT` `IORING_OP_READ` into page-aligned buffers owned by the
+    /// scan, bypassing the page cache; values are served from them. Pages
+    /// already resident are still served from the mapping. A filesystem
+    /// without `O_DIRECT` gets buffered reads into the same buffers.
+    Direct,
+}
+
+impl BufferMode {
+    /// `self`, or `other` when `self` is `Auto`.
+    pub fn or(self, other: BufferMode) -> BufferMode {
+        match self {
+            BufferMode::Auto => other,
+            m => m,
+        }
+    }
+
+    /// `Auto` decided for `log`; any other mode unchanged.
+    fn resolve(self, log: &Log) -> BufferMode {
+        if self != BufferMode::Auto {
+            return self;
+        }
+        if log.approx_total_bytes() > ahead::page_cache() / 2 {
+            BufferMode::Direct
+        } else {
+            BufferMode::PageCache
+        }
+    }
 }
 
 /// Arguments of a MultiScan (RocksDB's `MultiScanArgs`, plus the read
@@ -179,7 +233,7 @@ impl Default for MultiScanArgs {
             lower_bound: None,
             upper_bound: None,
             disable_io_uring: false,
-            buffer_mode: BufferMode::PageCache,
+            buffer_mode: BufferMode::Auto,
             verify_checksums: true,
         }
     }
@@ -244,6 +298,9 @@ pub struct MultiScanStats {
     /// The `max_prefetch_size` budget ran out; the rest was read
     /// synchronously.
     pub prefetch_limited: bool,
+    /// Stored values served from the scan's own read buffers
+    /// ([`BufferMode::Direct`] and [`BufferMode::Owned`]).
+    pub buffered_values: u64,
 }
 
 struct RangeState {
@@ -266,6 +323,7 @@ struct Io {
     held: ahead::Held,
     /// First range whose first window is not planned yet.
     next_plan: usize,
+    buffered_values: u64,
 }
 
 impl Io {
@@ -324,12 +382,22 @@ fn min_upper(a: Option<&[u8]>, b: Option<&[u8]>) -> Option<Vec<u8>> {
 }
 
 /// Starts a MultiScan over the engine's T1 and value log. With
-/// `use_async_io` (and io_uring available) every range's first window is
-/// resolved and its reads submitted before this returns.
-///
-/// The engine wires it as `Db::multi_scan(&self, args)` =
-/// `multi_scan(&self.inner.t1, &self.inner.log, args)`.
+/// `use_async_io` (and io_uring available) each range's first window is
+/// resolved and its reads submitted before the next range is resolved, all
+/// before this returns. [`BufferMode::Auto`] is resolved by the size of the
+/// log (see [`BufferMode`]).
 pub fn multi_scan<'a>(t1: &'a T1, log: &'a Log, args: &MultiScanArgs) -> Result<MultiScanIter<'a>> {
+    multi_scan_with(t1, log, args, BufferMode::Auto)
+}
+
+/// [`multi_scan`], with `default_mode` used when `args.buffer_mode` is
+/// [`BufferMode::Auto`] (the engine passes `Options::use_direct_reads`).
+pub(crate) fn multi_scan_with<'a>(
+    t1: &'a T1,
+    log: &'a Log,
+    args: &MultiScanArgs,
+    default_mode: BufferMode,
+) -> Result<MultiScanIter<'a>> {
     args.validate()?;
     let ranges = args
         .ranges
@@ -357,14 +425,20 @@ pub fn multi_scan<'a>(t1: &'a T1, log: &'a Log, args: &MultiScanArgs) -> Result<
         })
         .collect();
     let io = if args.use_async_io && !args.disable_io_uring {
-        let keep = args.buffer_mode == BufferMode::Owned;
-        Reader::new(keep).map(|reader| Io {
+        let mode = match args.buffer_mode.or(default_mode).resolve(log) {
+            BufferMode::Owned => uring::Mode::Read,
+            BufferMode::Direct => uring::Mode::Direct,
+            BufferMode::PageCache | BufferMode::Auto => uring::Mode::Advise,
+        };
+        let keep = mode != uring::Mode::Advise;
+        Reader::new(mode).map(|reader| Io {
             reader,
             keep,
-            planner: Planner::new(args.io_coalesce_threshold, args.max_prefetch_size),
+            planner: Planner::new(args.io_coalesce_threshold, args.max_prefetch_size, keep),
             extents: Vec::new(),
             held: ahead::Held::default(),
             next_plan: 0,
+            buffered_values: 0,
         })
     } else {
         None
@@ -387,13 +461,17 @@ pub fn multi_scan<'a>(t1: &'a T1, log: &'a Log, args: &MultiScanArgs) -> Result<
         },
     };
     if ms.io.is_some() {
+        // A range's reads go out as soon as it is resolved, so the disk
+        // works while later ranges are resolved. Submitting once after all
+        // 15 ranges of the issue's shape left the disk idle for the whole
+        // resolve (~125 us of ~1.1 ms per scan).
         for r in 0..ms.ranges.len() {
             let w = ms.resolve_window(r, None)?;
             if let Some(rs) = ms.ranges.get_mut(r) {
                 rs.cur = w;
             }
+            ms.plan_upto(r + 1);
         }
-        ms.plan_ahead();
     }
     Ok(ms)
 }
@@ -439,13 +517,19 @@ impl<'a> MultiScanIter<'a> {
     /// current range always, later ones while the process-wide prefetch
     /// budget has room (module `ahead`).
     fn plan_ahead(&mut self) {
+        self.plan_upto(self.ranges.len());
+    }
+
+    /// [`Self::plan_ahead`] for the ranges before `end` only (the prepare
+    /// step plans each range as soon as it is resolved), then submits.
+    fn plan_upto(&mut self, end: usize) {
         let Some(io) = self.io.as_mut() else {
             return;
         };
         // Ranges skipped over are never planned.
         io.next_plan = io.next_plan.max(self.idx);
-        while io.next_plan == self.idx
-            || io.next_plan < self.ranges.len() && ahead::has_room(self.ahead_limit)
+        while io.next_plan < end.min(self.ranges.len())
+            && (io.next_plan == self.idx || ahead::has_room(self.ahead_limit))
         {
             let r = io.next_plan;
             let Some(rs) = self.ranges.get_mut(r) else {
@@ -558,6 +642,16 @@ impl<'a> MultiScanIter<'a> {
                 }
             }
         }
+        self.verify_current(item)?;
+        if self.io.as_ref().is_some_and(|io| io.keep) && self.buffered(0).is_some() {
+            if let Some(io) = self.io.as_mut() {
+                io.buffered_values += 1;
+            }
+        }
+        Ok(true)
+    }
+
+    fn verify_current(&mut self, item: Option<Item>) -> Result<()> {
         if self.verify {
             if let Some(Item {
                 val: Val::Stored { seg, off, .. },
@@ -565,7 +659,14 @@ impl<'a> MultiScanIter<'a> {
             }) = item
             {
                 if let Some(s) = self.segs.segs.get(seg as usize) {
-                    if let Err(e) = crate::value_crc::verify(s, off as usize, self.value()) {
+                    let want = self
+                        .buffered(VALUE_CRC_LEN)
+                        .and_then(|b| b.get(..VALUE_CRC_LEN))
+                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .or_else(|| crate::value_crc::stored(s, off as usize));
+                    if let Err(e) =
+                        crate::value_crc::verify_against(s, off as usize, want, self.value())
+                    {
                         // Never expose the damaged bytes.
                         self.at = None;
                         return Err(e);
@@ -573,7 +674,7 @@ impl<'a> MultiScanIter<'a> {
                 }
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     fn item(&self) -> Option<(&Window, &Item)> {
@@ -599,25 +700,9 @@ impl<'a> MultiScanIter<'a> {
         };
         match &it.val {
             Val::Inline { len, bytes } => bytes.get(..*len as usize).unwrap_or_default(),
-            Val::Stored {
-                seg,
-                off,
-                len,
-                ext,
-                in_one,
-                ..
-            } => {
-                if *in_one {
-                    if let Some(io) = self.io.as_ref().filter(|io| io.keep) {
-                        let x = io.extents.get(*ext as usize);
-                        let buf = io.reader.buffer(*ext as usize);
-                        if let (Some(x), Some(buf)) = (x, buf) {
-                            let s = (u64::from(*off) - x.start) as usize;
-                            if let Some(v) = buf.get(s..s + *len as usize) {
-                                return v;
-                            }
-                        }
-                    }
+            Val::Stored { seg, off, len, .. } => {
+                if let Some(v) = self.buffered(0) {
+                    return v;
                 }
                 self.segs
                     .segs
@@ -626,6 +711,27 @@ impl<'a> MultiScanIter<'a> {
                     .unwrap_or_default()
             }
         }
+    }
+
+    /// The current stored value in its read buffer, preceded by `before`
+    /// bytes of the record (its checksum), when the scan owns one.
+    fn buffered(&self, before: usize) -> Option<&[u8]> {
+        let (_, it) = self.item()?;
+        let Val::Stored {
+            off,
+            len,
+            ext,
+            in_one: true,
+            ..
+        } = it.val
+        else {
+            return None;
+        };
+        let io = self.io.as_ref().filter(|io| io.keep)?;
+        let x = io.extents.get(ext as usize)?;
+        let buf = io.reader.buffer(ext as usize)?;
+        let s = (u64::from(off) - x.start) as usize;
+        buf.get(s.checked_sub(before)?..s + len as usize)
     }
 
     /// What the scan did so far.
@@ -640,6 +746,7 @@ impl<'a> MultiScanIter<'a> {
                 waits: io.reader.stats.waits,
                 resident_pages: io.planner.resident_pages,
                 prefetch_limited: io.planner.limited,
+                buffered_values: io.buffered_values,
             },
         }
     }

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use io_uring::{opcode, types, IoUring};
 use parking_lot::Mutex;
 
+use super::buffers::{AlignedBuf, BufPool};
 use super::fallback;
 use crate::t2::segment::Segment;
 
@@ -30,9 +31,10 @@ const RING_ENTRIES: u32 = 256;
 /// Rings kept for reuse.
 const POOL_MAX: usize = 32;
 
-static POOL: Mutex<Vec<IoUring>> = Mutex::new(Vec::new());
+/// Idle rings, each with the read buffers its last scans left behind.
+static POOL: Mutex<Vec<(IoUring, BufPool)>> = Mutex::new(Vec::new());
 
-fn take_ring() -> Option<IoUring> {
+fn take_ring() -> Option<(IoUring, BufPool)> {
     if !fallback::io_uring_allowed() {
         return None;
     }
@@ -43,7 +45,7 @@ fn take_ring() -> Option<IoUring> {
         .setup_cqsize(RING_ENTRIES * 2)
         .build(RING_ENTRIES)
     {
-        Ok(r) => Some(r),
+        Ok(r) => Some((r, BufPool::default())),
         Err(e) => {
             fallback::mark_unavailable(&e);
             None
@@ -64,11 +66,22 @@ pub(crate) enum Status {
     Failed,
 }
 
+/// How a reader fetches an extent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `IORING_OP_FADVISE(WILLNEED)`: into the page cache.
+    Advise,
+    /// Buffered `IORING_OP_READ` into an owned buffer.
+    Read,
+    /// `O_DIRECT` `IORING_OP_READ` into an owned, page-aligned buffer.
+    Direct,
+}
+
 struct Op {
     seg: Arc<Segment>,
     off: u64,
     len: u32,
-    buf: Vec<u8>,
+    buf: Option<AlignedBuf>,
     status: Status,
     /// The scan no longer needs it: free the buffer once reaped.
     released: bool,
@@ -87,25 +100,26 @@ pub(crate) struct IoStats {
 pub(crate) struct Reader {
     /// Taken back out only in `Drop`, to return it to the pool.
     ring: ManuallyDrop<IoUring>,
+    /// Buffers of reads already released, for the next reads.
+    bufs: BufPool,
     ops: Vec<Option<Op>>,
     pending: VecDeque<usize>,
     inflight: usize,
-    /// Reads land in per-read buffers that values are served from
-    /// (`true`), or every read is a `WILLNEED` advice that only populates
-    /// the page cache (`false`).
-    keep: bool,
+    mode: Mode,
     pub stats: IoStats,
 }
 
 impl Reader {
     /// A reader on a pooled ring, or `None` when io_uring is unavailable.
-    pub fn new(keep_buffers: bool) -> Option<Reader> {
+    pub fn new(mode: Mode) -> Option<Reader> {
+        let (ring, bufs) = take_ring()?;
         Some(Reader {
-            ring: ManuallyDrop::new(take_ring()?),
+            ring: ManuallyDrop::new(ring),
+            bufs,
             ops: Vec::new(),
             pending: VecDeque::new(),
             inflight: 0,
-            keep: keep_buffers,
+            mode,
             stats: IoStats::default(),
         })
     }
@@ -121,7 +135,7 @@ impl Reader {
                 seg: seg.clone(),
                 off,
                 len,
-                buf: Vec::new(),
+                buf: None,
                 status: Status::Pending,
                 released: false,
             });
@@ -141,7 +155,7 @@ impl Reader {
             let Some(id) = self.pending.pop_front() else {
                 break;
             };
-            let keep = self.keep;
+            let mode = self.mode;
             let Some(op) = self.ops.get_mut(id).and_then(Option::as_mut) else {
                 continue;
             };
@@ -149,14 +163,24 @@ impl Reader {
                 continue;
             }
             let len = op.len as usize;
-            let fd = types::Fd(op.seg.file().as_raw_fd());
-            let sqe = if keep {
-                op.buf = vec![0u8; len];
-                opcode::Read::new(fd, op.buf.as_mut_ptr(), op.len)
+            let file = match mode {
+                Mode::Direct => op.seg.direct_file().unwrap_or(op.seg.file()),
+                _ => op.seg.file(),
+            };
+            let fd = types::Fd(file.as_raw_fd());
+            let sqe = if mode == Mode::Advise {
+                opcode::Fadvise::new(fd, len as libc::off_t, libc::POSIX_FADV_WILLNEED)
                     .offset(op.off)
                     .build()
             } else {
-                opcode::Fadvise::new(fd, len as libc::off_t, libc::POSIX_FADV_WILLNEED)
+                if op.buf.is_none() {
+                    op.buf = self.bufs.take(len);
+                }
+                let Some(buf) = op.buf.as_mut() else {
+                    op.status = Status::Failed;
+                    continue;
+                };
+                opcode::Read::new(fd, buf.as_mut_ptr(), op.len)
                     .offset(op.off)
                     .build()
             }
@@ -183,7 +207,7 @@ impl Reader {
     }
 
     fn reap(&mut self) {
-        let keep = self.keep;
+        let keep = self.mode != Mode::Advise;
         for c in self.ring.completion() {
             let (ud, res) = (c.user_data(), c.result());
             let Some(op) = self.ops.get_mut(ud as usize).and_then(Option::as_mut) else {
@@ -203,7 +227,9 @@ impl Reader {
                 Status::Failed
             };
             if op.released {
-                op.buf = Vec::new();
+                if let Some(b) = op.buf.take() {
+                    self.bufs.give(b);
+                }
             }
         }
     }
@@ -268,7 +294,10 @@ impl Reader {
     /// The bytes of a completed read whose buffer was kept.
     pub fn buffer(&self, id: usize) -> Option<&[u8]> {
         let op = self.ops.get(id)?.as_ref()?;
-        (op.status == Status::Done && self.keep && !op.released).then_some(op.buf.as_slice())
+        if op.status != Status::Done || op.released {
+            return None;
+        }
+        op.buf.as_ref().and_then(|b| b.get(op.len as usize))
     }
 
     /// The scan no longer needs read `id`: its buffer is freed now, or on
@@ -277,7 +306,11 @@ impl Reader {
         if let Some(slot) = self.ops.get_mut(id) {
             match slot {
                 Some(op) if op.status == Status::InFlight => op.released = true,
-                _ => *slot = None,
+                _ => {
+                    if let Some(b) = slot.take().and_then(|op| op.buf) {
+                        self.bufs.give(b);
+                    }
+                }
             }
         }
     }
@@ -305,12 +338,18 @@ impl Drop for Reader {
                 }
             }
         }
+        for op in std::mem::take(&mut self.ops).into_iter().flatten() {
+            if let Some(b) = op.buf {
+                self.bufs.give(b);
+            }
+        }
         // SAFETY: `ring` is taken exactly once, here, and never used again
         // (the struct is being dropped).
         let ring = unsafe { ManuallyDrop::take(&mut self.ring) };
+        let bufs = std::mem::take(&mut self.bufs);
         let mut pool = POOL.lock();
         if pool.len() < POOL_MAX {
-            pool.push(ring);
+            pool.push((ring, bufs));
         }
     }
 }

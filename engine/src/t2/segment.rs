@@ -75,6 +75,9 @@ pub struct Segment {
     pub(crate) tail: AtomicU64,
     /// Bytes of keys and values of entries that T1 still points at here.
     pub(crate) live: AtomicI64,
+    /// A second descriptor opened with `O_DIRECT` on first use (MultiScan's
+    /// direct reads); `None` when the filesystem refuses it.
+    direct: std::sync::OnceLock<Option<File>>,
 }
 
 impl std::fmt::Debug for Segment {
@@ -184,6 +187,7 @@ impl Segment {
             size,
             tail: AtomicU64::new(0),
             live: AtomicI64::new(0),
+            direct: std::sync::OnceLock::new(),
         })
     }
 
@@ -195,6 +199,20 @@ impl Segment {
     /// Bytes reserved so far, clamped to the file size.
     pub fn used(&self) -> usize {
         (self.tail.load(Ordering::Acquire) as usize).min(self.size)
+    }
+
+    /// A read-only `O_DIRECT` descriptor of this segment, opened on first
+    /// use; `None` when the filesystem does not support direct I/O.
+    pub fn direct_file(&self) -> Option<&File> {
+        self.direct
+            .get_or_init(|| {
+                OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_DIRECT)
+                    .open(&self.path)
+                    .ok()
+            })
+            .as_ref()
     }
 
     /// The underlying file (for `pread`, `fadvise`, io_uring).

@@ -50,17 +50,27 @@ const SAMPLE_SPREAD: usize = 16;
 pub(crate) struct SegTable {
     pub segs: Vec<Arc<Segment>>,
     by_id: HashMap<u32, u32>,
+    /// The last lookup: neighbouring keys mostly share a segment, and this
+    /// skips hashing for them.
+    last: Option<(u32, u32)>,
 }
 
 impl SegTable {
     fn index(&mut self, log: &Log, id: u32) -> Option<u32> {
+        if let Some((lid, i)) = self.last {
+            if lid == id {
+                return Some(i);
+            }
+        }
         if let Some(&i) = self.by_id.get(&id) {
+            self.last = Some((id, i));
             return Some(i);
         }
         let s = log.segment(id)?;
         let i = self.segs.len() as u32;
         self.segs.push(s);
         self.by_id.insert(id, i);
+        self.last = Some((id, i));
         Some(i)
     }
 }
@@ -150,6 +160,13 @@ pub(crate) fn resolve(
         if let Some(val) = locate(t1, log, segs, key, cur.entry().payload)? {
             if let Val::Stored { len, .. } = val {
                 bytes += u64::from(len);
+            }
+            if w.items.is_empty() {
+                // Typical scans are ~100 keys: size for that once instead of
+                // growing through six reallocations.
+                let n = max_items.min(128);
+                w.items.reserve(n);
+                w.keys.reserve(n * key.len());
             }
             w.items.push(Item {
                 key_off: w.keys.len() as u32,

@@ -312,6 +312,29 @@ fn owned_buffer_reads_serve_every_cold_value_from_a_buffer() {
 }
 
 #[test]
+fn auto_mode_reads_a_log_smaller_than_memory_into_the_page_cache() {
+    let st = store();
+    let m = load_sequential(&st, 300, 700);
+    let ranges = vec![ScanRange::new(&key(0), &key(200))];
+    st.evict();
+    let a = MultiScanArgs {
+        buffer_mode: BufferMode::Auto,
+        ..args(ranges.clone(), true)
+    };
+    let (r, stats) = run(&st, &a);
+    assert_eq!(r, model_scan(&m, &ranges));
+    assert!(stats.reads > 0, "{stats:?}");
+    assert_eq!(
+        stats.buffered_values, 0,
+        "a log far smaller than memory is read into the page cache: {stats:?}"
+    );
+    // And it stays there: a second scan reads nothing.
+    let (r2, warm) = run(&st, &a);
+    assert_eq!(r2, r);
+    assert_eq!(warm.reads, 0, "{warm:?}");
+}
+
+#[test]
 fn prefetch_limit_continues_synchronously() {
     let st = store();
     let m = load_sequential(&st, 2000, 1000);

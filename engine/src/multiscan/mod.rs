@@ -610,15 +610,13 @@ impl<'a> MultiScanIter<'a> {
             return Ok(false);
         };
         let (len, pos) = (rs.cur.items.len(), rs.pos);
-        let resume = rs.cur.resume.clone();
-        let has_next = rs.next.is_some();
-        // Keep the queue full: resolve the following window halfway.
-        if let Some(after) = resume.as_deref() {
-            if !has_next && (pos >= len || self.io.is_some() && pos * 2 >= len) {
-                let w = self.fetch_window(r, Some(after))?;
-                if let Some(rs) = self.ranges.get_mut(r) {
-                    rs.next = Some(w);
-                }
+        // Keep the queue full: resolve the following window halfway. (The
+        // resume key is copied only then, not on every entry.)
+        let due = rs.next.is_none() && (pos >= len || self.io.is_some() && pos * 2 >= len);
+        if let Some(after) = rs.cur.resume.as_ref().filter(|_| due).cloned() {
+            let w = self.fetch_window(r, Some(&after))?;
+            if let Some(rs) = self.ranges.get_mut(r) {
+                rs.next = Some(w);
             }
         }
         if pos >= len {

@@ -474,7 +474,14 @@ fn concurrent_writes_never_yield_torn_values() {
                         ScanRange::new(&key(base + 300), &key(base + 400)),
                         ScanRange::unbounded(&key(base + 450)),
                     ];
-                    let (r, _) = run(&st, &args(ranges, round % 2 == 0));
+                    // Every buffer mode, async and sync: direct reads of
+                    // pages a writer is dirtying must still see whole values.
+                    let modes = [BufferMode::PageCache, BufferMode::Direct, BufferMode::Owned];
+                    let a = MultiScanArgs {
+                        buffer_mode: modes[round as usize % 3],
+                        ..args(ranges, round % 2 == 0)
+                    };
+                    let (r, _) = run(&st, &a);
                     for (k, v) in r.iter().flatten() {
                         assert!(
                             check_value(k, v),

@@ -75,8 +75,14 @@ pub(crate) fn combine(crc_a: u32, crc_b: u32, len_b: usize) -> u32 {
 /// The checksum stored for the value at `off` in `seg`, if it lies inside
 /// the file.
 pub(crate) fn stored(seg: &Segment, off: usize) -> Option<u32> {
-    let b = seg.bytes(off.checked_sub(VALUE_CRC_LEN)?, VALUE_CRC_LEN)?;
-    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    parse(seg.bytes(off.checked_sub(VALUE_CRC_LEN)?, VALUE_CRC_LEN)?)
+}
+
+/// The checksum at the start of `b` (a value's bytes preceded by its
+/// checksum, as laid out in the record).
+pub(crate) fn parse(b: &[u8]) -> Option<u32> {
+    let w: [u8; VALUE_CRC_LEN] = b.get(..VALUE_CRC_LEN)?.try_into().ok()?;
+    Some(u32::from_le_bytes(w))
 }
 
 /// Checks `value`, read from `off` in `seg`, against its stored checksum.

@@ -9,7 +9,7 @@
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
-const ALIGN: usize = 4096;
+const ALIGN: usize = super::residency::PAGE;
 /// Buffer sizes are multiples of this, so similar reads share buffers.
 const GRANULE: usize = 16 << 10;
 /// Bytes of idle buffers one ring keeps.

@@ -322,7 +322,6 @@ struct RangeState {
 
 struct Io {
     reader: Reader,
-    keep: bool,
     planner: Planner,
     extents: Vec<Extent>,
     /// This scan's planned, unconsumed bytes in the process-wide budget.
@@ -436,11 +435,13 @@ pub(crate) fn multi_scan_with<'a>(
             BufferMode::Direct => uring::Mode::Direct,
             BufferMode::PageCache | BufferMode::Auto => uring::Mode::Advise,
         };
-        let keep = mode != uring::Mode::Advise;
         Reader::new(mode).map(|reader| Io {
+            planner: Planner::new(
+                args.io_coalesce_threshold,
+                args.max_prefetch_size,
+                reader.keeps_buffers(),
+            ),
             reader,
-            keep,
-            planner: Planner::new(args.io_coalesce_threshold, args.max_prefetch_size, keep),
             extents: Vec::new(),
             held: ahead::Held::default(),
             next_plan: 0,
@@ -476,7 +477,7 @@ pub(crate) fn multi_scan_with<'a>(
         // batching them measured +12% at 1 thread and +5% at 2, while
         // batching direct reads made 2-thread runs bimodal (1000 or 1600
         // ops/s).
-        let each = ms.io.as_ref().is_some_and(|io| io.keep);
+        let each = ms.io.as_ref().is_some_and(|io| io.reader.keeps_buffers());
         let n = ms.ranges.len();
         for r in 0..n {
             let w = ms.resolve_window(r, None)?;
@@ -657,7 +658,7 @@ impl<'a> MultiScanIter<'a> {
         }
         self.prefetch(r, pos + 2);
         self.verify_current(item)?;
-        if self.io.as_ref().is_some_and(|io| io.keep) && self.buffered(0).is_some() {
+        if self.buffered(0).is_some() {
             if let Some(io) = self.io.as_mut() {
                 io.buffered_values += 1;
             }
@@ -673,11 +674,10 @@ impl<'a> MultiScanIter<'a> {
             }) = item
             {
                 if let Some(s) = self.segs.segs.get(seg as usize) {
-                    let want = self
-                        .buffered(VALUE_CRC_LEN)
-                        .and_then(|b| b.get(..VALUE_CRC_LEN))
-                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                        .or_else(|| crate::value_crc::stored(s, off as usize));
+                    let want = match self.buffered(VALUE_CRC_LEN) {
+                        Some(b) => crate::value_crc::parse(b),
+                        None => crate::value_crc::stored(s, off as usize),
+                    };
                     if let Err(e) =
                         crate::value_crc::verify_against(s, off as usize, want, self.value())
                     {
@@ -746,7 +746,7 @@ impl<'a> MultiScanIter<'a> {
         else {
             return None;
         };
-        let io = self.io.as_ref().filter(|io| io.keep)?;
+        let io = self.io.as_ref().filter(|io| io.reader.keeps_buffers())?;
         let x = io.extents.get(ext as usize)?;
         let buf = io.reader.buffer(ext as usize)?;
         let s = (u64::from(off) - x.start) as usize;
@@ -764,7 +764,7 @@ impl<'a> MultiScanIter<'a> {
         let Val::Stored { seg, off, len, .. } = it.val else {
             return;
         };
-        let bytes = if self.io.as_ref().is_some_and(|io| io.keep) {
+        let bytes = if self.io.as_ref().is_some_and(|io| io.reader.keeps_buffers()) {
             self.buffer_of(it, VALUE_CRC_LEN)
         } else {
             self.segs.segs.get(seg as usize).and_then(|s| {

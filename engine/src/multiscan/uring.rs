@@ -124,6 +124,11 @@ impl Reader {
         })
     }
 
+    /// Reads land in buffers the scan serves values from (not advice).
+    pub fn keeps_buffers(&self) -> bool {
+        self.mode != Mode::Advise
+    }
+
     /// Queues a read of `[off, off+len)` of `seg` under `id`; `urgent`
     /// puts it ahead of everything queued. Call [`Reader::flush`] to submit.
     pub fn enqueue(&mut self, id: usize, seg: &Arc<Segment>, off: u64, len: u32, urgent: bool) {
@@ -207,7 +212,7 @@ impl Reader {
     }
 
     fn reap(&mut self) {
-        let keep = self.mode != Mode::Advise;
+        let keep = self.keeps_buffers();
         for c in self.ring.completion() {
             let (ud, res) = (c.user_data(), c.result());
             let Some(op) = self.ops.get_mut(ud as usize).and_then(Option::as_mut) else {

@@ -38,8 +38,8 @@ thread_local! {
 
 /// With a warm hint, only the first window and one sampled window (it
 /// rotates over the first `SAMPLE_SPREAD` windows from scan to scan) are
-/// probed; a probe that finds missing pages clears the hint, so the next
-/// scan plans everything again. Measured with callgrind: planning every
+/// probed; a probe that finds missing pages clears the hint, so the rest
+/// of this scan and the next scan plan everything again. Measured with callgrind: planning every
 /// window of a warm 15 x 100-key scan cost ~20% more instructions than the
 /// synchronous path.
 const SAMPLE_SPREAD: usize = 16;
@@ -361,6 +361,12 @@ impl Planner {
                 self.page_runs(&region, re, &spans[i..j], &mut exts)
             };
             i = j;
+        }
+        if missing > 0 {
+            // The warm hint was wrong for this scan: plan its remaining
+            // windows instead of faulting them in one page at a time.
+            self.hinted = false;
+            self.warm_probes = WARM_PROBES;
         }
         // Point items at extents (both lists are in disk order).
         for &(seg, s, e, item) in &spans {

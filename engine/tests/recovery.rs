@@ -39,6 +39,60 @@ fn recovery_without_checkpoint_replays_everything() {
     assert!(info_log(dir.path()).contains("replayed 3001 records"));
 }
 
+/// Major page faults taken by this thread so far.
+fn major_faults() -> i64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable rusage.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
+    assert_eq!(rc, 0, "getrusage: {}", std::io::Error::last_os_error());
+    u.ru_majflt
+}
+
+/// Drops the page cache of every segment file in `dir`.
+fn evict_dir(dir: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{e}")) {
+        let p = e.unwrap_or_else(|e| panic!("{e}")).path();
+        if p.extension().is_some_and(|x| x == "seg") {
+            let f = std::fs::File::open(&p).unwrap_or_else(|e| panic!("{e}"));
+            f.sync_all().unwrap_or_else(|e| panic!("{e}"));
+            // SAFETY: advisory call on an open fd; touches no memory.
+            let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            assert_eq!(rc, 0, "fadvise {}", p.display());
+        }
+    }
+}
+
+/// Segments are mapped `MADV_RANDOM`, so a replay that only touched the
+/// mapping read a cold log one synchronous 4 KiB page fault at a time (a
+/// 174 MB tail took 3.5-4.2 s cold, 0.2 s warm). Replay asks for the log
+/// ahead of itself: a cold open takes a fraction of a fault per page.
+#[test]
+fn cold_replay_reads_the_log_ahead_instead_of_faulting_page_by_page() {
+    let dir = tmp();
+    let n = 2000;
+    {
+        let db = open(dir.path());
+        fill(&db, 0, n, 4000); // ~8 MiB of log, no checkpoint
+    }
+    evict_dir(dir.path());
+    let before = major_faults();
+    let db = open(dir.path());
+    let faults = major_faults() - before;
+    assert!(
+        info_log(dir.path()).contains(&format!("replayed {n} records")),
+        "the log was not replayed: {}",
+        info_log(dir.path())
+    );
+    let pages = n as i64 * 4000 / 4096;
+    assert!(
+        faults < pages / 4,
+        "{faults} major faults replaying ~{pages} pages"
+    );
+    check(&db, 0, n, 4000);
+}
+
 #[test]
 fn recovery_with_checkpoint_replays_only_the_tail() {
     let dir = tmp();

@@ -98,6 +98,10 @@ pub fn records(seg: &Segment, from: usize) -> impl Iterator<Item = Found> + '_ {
     })
 }
 
+/// The recovery scan asks for this much of the log ahead of where it
+/// reads, in one advice per half of it.
+const REPLAY_AHEAD: usize = 8 << 20;
+
 /// What the recovery scan did, for the info log.
 #[derive(Debug, Default, Clone)]
 pub struct ScanReport {
@@ -132,7 +136,15 @@ pub fn recover(
         let last = i + 1 == segs.len();
         let mut off = if i == 0 { start } else { 0 };
         let mut data_end = off;
+        let mut advised = off;
         while off + HEADER_LEN <= seg.size() {
+            if off + REPLAY_AHEAD / 2 >= advised {
+                // Mappings are MADV_RANDOM, so without this every page of
+                // the replayed log was one synchronous 4 KiB read: a cold
+                // open replaying 174 MB took 3.5-4.2 s against 0.2 s warm.
+                seg.will_need(advised, REPLAY_AHEAD);
+                advised += REPLAY_AHEAD;
+            }
             if let Some(f) = validate_at(seg, off) {
                 if f.header.kind == Kind::Seal {
                     if last {

@@ -61,6 +61,10 @@ pub struct MapOpts {
     pub random: bool,
 }
 
+/// `O_DIRECT` alignments probed: a sector, then a page.
+const DIRECT_ALIGN_MIN: usize = 512;
+const DIRECT_ALIGN_MAX: usize = 4096;
+
 /// A mapped segment file.
 pub struct Segment {
     /// Segment id (its LSNs are `id << 32 | offset`).
@@ -76,8 +80,9 @@ pub struct Segment {
     /// Bytes of keys and values of entries that T1 still points at here.
     pub(crate) live: AtomicI64,
     /// A second descriptor opened with `O_DIRECT` on first use (MultiScan's
-    /// direct reads); `None` when the filesystem refuses it.
-    direct: std::sync::OnceLock<Option<File>>,
+    /// direct reads), with the offset alignment its reads need; `None`
+    /// when the filesystem refuses it.
+    direct: std::sync::OnceLock<Option<(File, usize)>>,
 }
 
 impl std::fmt::Debug for Segment {
@@ -204,13 +209,36 @@ impl Segment {
     /// A read-only `O_DIRECT` descriptor of this segment, opened on first
     /// use; `None` when the filesystem does not support direct I/O.
     pub fn direct_file(&self) -> Option<&File> {
+        self.direct().map(|(f, _)| f)
+    }
+
+    /// The offset and length alignment of [`Self::direct_file`] reads:
+    /// 512 where the device's logical blocks allow it, else a page.
+    pub fn direct_align(&self) -> usize {
+        self.direct().map_or(DIRECT_ALIGN_MAX, |&(_, a)| a)
+    }
+
+    fn direct(&self) -> Option<&(File, usize)> {
         self.direct
             .get_or_init(|| {
-                OpenOptions::new()
+                let f = OpenOptions::new()
                     .read(true)
                     .custom_flags(libc::O_DIRECT)
                     .open(&self.path)
-                    .ok()
+                    .ok()?;
+                // One probe read instead of statx(STATX_DIOALIGN), which
+                // the libc crate does not expose for glibc: a misaligned
+                // O_DIRECT read fails with EINVAL.
+                let mut buf = vec![0u8; 2 * DIRECT_ALIGN_MAX];
+                let at = buf.as_ptr().align_offset(DIRECT_ALIGN_MAX);
+                let probe = buf.get_mut(at..at + DIRECT_ALIGN_MIN);
+                let small = probe.is_some_and(|b| f.read_at(b, DIRECT_ALIGN_MIN as u64).is_ok());
+                let align = if small {
+                    DIRECT_ALIGN_MIN
+                } else {
+                    DIRECT_ALIGN_MAX
+                };
+                Some((f, align))
             })
             .as_ref()
     }

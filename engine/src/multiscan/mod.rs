@@ -63,7 +63,7 @@
 //!   a value split between two reads was served through the mapping, one
 //!   4 KiB fault at a time (64 KiB values: 2 ops/s instead of 16). A
 //!   read's ends are its first and last value's, rounded to the file's
-//!   `O_DIRECT` alignment (512 B here) rather than to pages: 2-5% fewer
+//!   `O_DIRECT` alignment (512 B here) rather than to pages: 6-7% fewer
 //!   bytes on the shape, 1536 -> 1664 ops/s at 2 threads (medians
 //!   of 3 interleaved cold runs).
 //! * [`BufferMode::PageCache`]: each extent is an

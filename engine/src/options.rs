@@ -91,8 +91,9 @@ pub struct Options {
     /// Where an async MultiScan reads values that are not in the page
     /// cache (RocksDB's `use_direct_reads`): `Some(true)` with `O_DIRECT`
     /// into buffers the scan owns, `Some(false)` into the page cache,
-    /// `None` (default) direct only when the value log is larger than half
-    /// of the memory the page cache can use (see
+    /// `None` (default) direct the first time, and through the page cache
+    /// for bytes read again recently while the value log fits in half of
+    /// the memory the page cache can use (see
     /// [`crate::multiscan::BufferMode::Auto`]). A scan's own
     /// `MultiScanArgs::buffer_mode` wins over it.
     pub use_direct_reads: Option<bool>,

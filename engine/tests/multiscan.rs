@@ -354,8 +354,11 @@ fn owned_buffer_reads_serve_every_cold_value_from_a_buffer() {
     }
 }
 
+/// Auto on a log smaller than memory: the first scan of cold data reads
+/// it directly (nothing enters the page cache), a second scan of the same
+/// bytes advises them into the page cache, and a third reads nothing.
 #[test]
-fn auto_mode_reads_a_log_smaller_than_memory_into_the_page_cache() {
+fn auto_mode_reads_cold_data_directly_and_caches_what_is_scanned_again() {
     let st = store();
     let m = load_sequential(&st, 300, 700);
     let ranges = vec![ScanRange::new(&key(0), &key(200))];
@@ -364,17 +367,54 @@ fn auto_mode_reads_a_log_smaller_than_memory_into_the_page_cache() {
         buffer_mode: BufferMode::Auto,
         ..args(ranges.clone(), true)
     };
-    let (r, stats) = run(&st, &a);
+    let (r, first) = run(&st, &a);
     assert_eq!(r, model_scan(&m, &ranges));
-    assert!(stats.reads > 0, "{stats:?}");
-    assert_eq!(
-        stats.buffered_values, 0,
-        "a log far smaller than memory is read into the page cache: {stats:?}"
-    );
-    // And it stays there: a second scan reads nothing.
-    let (r2, warm) = run(&st, &a);
+    assert!(first.reads > 0, "{first:?}");
+    assert_eq!(first.buffered_values, 200, "{first:?}");
+    assert_eq!(first.readmitted_windows, 0, "{first:?}");
+    let (r2, again) = run(&st, &a);
     assert_eq!(r2, r);
+    assert!(
+        again.reads > 0,
+        "direct reads left nothing cached: {again:?}"
+    );
+    assert_eq!(again.buffered_values, 0, "{again:?}");
+    assert!(again.readmitted_windows > 0, "{again:?}");
+    let (r3, warm) = run(&st, &a);
+    assert_eq!(r3, r);
     assert_eq!(warm.reads, 0, "{warm:?}");
+}
+
+/// One Auto scan mixes both kinds of read: windows scanned before are
+/// advised into the page cache, new ones are read directly, and every
+/// value is right either way (checksums verified).
+#[test]
+fn auto_mode_mixes_cached_and_direct_windows_in_one_scan() {
+    let st = store_with(4 << 20);
+    let m = load_sequential(&st, 3000, 700);
+    let seen: Vec<ScanRange> = (0..4)
+        .map(|i| ScanRange::new(&key(i * 700), &key(i * 700 + 100)))
+        .collect();
+    let all: Vec<ScanRange> = (0..4)
+        .flat_map(|i| {
+            [
+                ScanRange::new(&key(i * 700), &key(i * 700 + 100)),
+                ScanRange::new(&key(i * 700 + 400), &key(i * 700 + 500)),
+            ]
+        })
+        .collect();
+    let auto = |rs: &[ScanRange]| MultiScanArgs {
+        buffer_mode: BufferMode::Auto,
+        ..args(rs.to_vec(), true)
+    };
+    st.evict();
+    let (r, first) = run(&st, &auto(&seen));
+    assert_eq!(r, model_scan(&m, &seen));
+    assert_eq!(first.readmitted_windows, 0, "{first:?}");
+    let (r, mixed) = run(&st, &auto(&all));
+    assert_eq!(r, model_scan(&m, &all));
+    assert_eq!(mixed.readmitted_windows, 4, "{mixed:?}");
+    assert_eq!(mixed.buffered_values, 400, "{mixed:?}");
 }
 
 #[test]
@@ -583,7 +623,7 @@ proptest! {
         cold in any::<bool>(),
         thr in prop_oneof![Just(0u64), Just(16u64 << 10), Just(256u64 << 10)],
         limit in prop_oneof![Just(0u64), Just(8u64 << 10)],
-        mode in prop_oneof![Just(BufferMode::PageCache), Just(BufferMode::Owned), Just(BufferMode::Direct)],
+        mode in prop_oneof![Just(BufferMode::PageCache), Just(BufferMode::Owned), Just(BufferMode::Direct), Just(BufferMode::Auto)],
     ) {
         let st = store();
         let mut m = BTreeMap::new();
@@ -685,19 +725,23 @@ fn warm_hint_recovers_when_the_cache_goes_cold() {
         .map(|i| ScanRange::new(&key(i * 190), &key(i * 190 + 40)))
         .collect();
     let expect = model_scan(&m, &ranges);
+    let a = MultiScanArgs {
+        buffer_mode: BufferMode::PageCache,
+        ..args(ranges.clone(), true)
+    };
     st.evict();
-    let (r, full) = run(&st, &args(ranges.clone(), true));
+    let (r, full) = run(&st, &a);
     assert_eq!(r, expect);
     assert!(full.reads >= 8, "{full:?}");
-    let (r, warm) = run(&st, &args(ranges.clone(), true));
+    let (r, warm) = run(&st, &a);
     assert_eq!(r, expect);
     assert_eq!(warm.reads, 0, "{warm:?}");
     st.evict();
-    let (r, hinted) = run(&st, &args(ranges.clone(), true));
+    let (r, hinted) = run(&st, &a);
     assert_eq!(r, expect);
     assert_eq!(hinted.reads, full.reads, "{hinted:?} vs {full:?}");
     st.evict();
-    let (r, again) = run(&st, &args(ranges.clone(), true));
+    let (r, again) = run(&st, &a);
     assert_eq!(r, expect);
     assert_eq!(again.reads, full.reads, "{again:?} vs {full:?}");
 }

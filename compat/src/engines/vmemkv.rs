@@ -7,7 +7,8 @@
 //! `defrag_garbage_ratio`, `defrag_max_bytes_per_cycle`, `split_threshold`,
 //! `maintenance_interval_ms`, `maintenance_nice`, `max_space_amplification`,
 //! `order_idle_ms`, `use_direct_reads` (async MultiScan reads with
-//! `O_DIRECT`; unset = by the size of the log against memory). Unknown
+//! `O_DIRECT`, or into the page cache; unset = direct first, the page
+//! cache for bytes scanned again, see `BufferMode::Auto`). Unknown
 //! options are an `InvalidArgument`.
 //!
 //! `wait_for_background_work` (db_bench `waitforcompaction`) runs the

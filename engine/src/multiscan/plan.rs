@@ -233,6 +233,8 @@ pub(crate) struct Extent {
     pub seg: u32,
     pub start: u64,
     pub len: u32,
+    /// Advised into the page cache rather than read into a buffer.
+    pub advise: bool,
 }
 
 /// Planning knobs and the running prefetch budget.
@@ -252,6 +254,12 @@ pub(crate) struct Planner {
     whole_values: bool,
     /// Those reads are `O_DIRECT`: extents follow its alignment.
     direct: bool,
+    /// `BufferMode::Auto`'s admission: a window whose bytes were read
+    /// recently is advised into the page cache instead (module
+    /// `admission`).
+    admit: bool,
+    /// Windows planned through the page cache by that rule.
+    pub readmitted: u64,
     windows: usize,
     sample: usize,
     probe: Vec<u8>,
@@ -265,7 +273,13 @@ impl Drop for Planner {
 }
 
 impl Planner {
-    pub fn new(coalesce: u64, max_prefetch: u64, whole_values: bool, direct: bool) -> Planner {
+    pub fn new(
+        coalesce: u64,
+        max_prefetch: u64,
+        whole_values: bool,
+        direct: bool,
+        admit: bool,
+    ) -> Planner {
         let hinted = WARM_HINT.with(|h| h.get());
         Planner {
             coalesce: coalesce.min(MAX_EXTENT as u64) as usize,
@@ -286,6 +300,8 @@ impl Planner {
             hinted,
             whole_values,
             direct,
+            admit,
+            readmitted: 0,
             windows: 0,
             sample: SCANS.with(|c| {
                 let n = c.get().wrapping_add(1);
@@ -334,6 +350,7 @@ impl Planner {
             return;
         }
         spans.sort_unstable();
+        let whole = self.whole_values && !(self.admit && self.read_recently(&spans, segs));
         // Extents in disk order, each with the first item needing it.
         let mut exts: Vec<(Extent, usize)> = Vec::new();
         let mut i = 0;
@@ -370,7 +387,7 @@ impl Planner {
                     PAGE
                 },
             };
-            missing += if self.whole_values {
+            missing += if whole {
                 self.value_runs(&region, &spans[i..j], &mut exts)
             } else {
                 self.page_runs(&region, re, &spans[i..j], &mut exts)
@@ -476,6 +493,29 @@ struct Span {
 }
 
 impl Planner {
+    /// Records the chunks `spans` read (module `admission`) and returns
+    /// whether most of them were read before: then the window goes
+    /// through the page cache, so that data scanned again warms up.
+    fn read_recently(&mut self, spans: &[Span], segs: &SegTable) -> bool {
+        let (mut chunks, mut seen) = (0usize, 0usize);
+        let mut last = None;
+        for sp in spans {
+            let Some(seg) = segs.segs.get(sp.seg as usize) else {
+                continue;
+            };
+            let key = (seg.serial(), super::admission::chunk_of(sp.vs as u64));
+            if last == Some(key) {
+                continue;
+            }
+            last = Some(key);
+            chunks += 1;
+            seen += usize::from(super::admission::touch(key.0, sp.vs as u64));
+        }
+        let again = seen * 2 > chunks;
+        self.readmitted += u64::from(again);
+        again
+    }
+
     /// Takes `len` bytes from the prefetch budget; false (and the scan
     /// marked limited) once it is spent.
     fn charge(&mut self, len: usize) -> bool {
@@ -547,6 +587,7 @@ impl Planner {
                         seg: r.seg,
                         start,
                         len: len as u32,
+                        advise: true,
                     },
                     need,
                 ));
@@ -615,6 +656,7 @@ impl Planner {
                     seg: r.seg,
                     start: s as u64,
                     len: len as u32,
+                    advise: false,
                 },
                 need,
             ));

@@ -82,6 +82,8 @@ struct Op {
     off: u64,
     len: u32,
     buf: Option<AlignedBuf>,
+    /// `IORING_OP_FADVISE(WILLNEED)`, whatever the reader's mode.
+    advise: bool,
     status: Status,
     /// The scan no longer needs it: free the buffer once reaped.
     released: bool,
@@ -129,9 +131,19 @@ impl Reader {
         self.mode != Mode::Advise
     }
 
-    /// Queues a read of `[off, off+len)` of `seg` under `id`; `urgent`
-    /// puts it ahead of everything queued. Call [`Reader::flush`] to submit.
-    pub fn enqueue(&mut self, id: usize, seg: &Arc<Segment>, off: u64, len: u32, urgent: bool) {
+    /// Queues a read of `[off, off+len)` of `seg` under `id` (`advise`: a
+    /// page-cache advice even when the reader reads into buffers);
+    /// `urgent` puts it ahead of everything queued. Call
+    /// [`Reader::flush`] to submit.
+    pub fn enqueue(
+        &mut self,
+        id: usize,
+        seg: &Arc<Segment>,
+        x: &super::plan::Extent,
+        urgent: bool,
+    ) {
+        let (off, len) = (x.start, x.len);
+        let advise = x.advise || self.mode == Mode::Advise;
         if self.ops.len() <= id {
             self.ops.resize_with(id + 1, || None);
         }
@@ -141,6 +153,7 @@ impl Reader {
                 off,
                 len,
                 buf: None,
+                advise,
                 status: Status::Pending,
                 released: false,
             });
@@ -169,11 +182,11 @@ impl Reader {
             }
             let len = op.len as usize;
             let file = match mode {
-                Mode::Direct => op.seg.direct_file().unwrap_or(op.seg.file()),
+                Mode::Direct if !op.advise => op.seg.direct_file().unwrap_or(op.seg.file()),
                 _ => op.seg.file(),
             };
             let fd = types::Fd(file.as_raw_fd());
-            let sqe = if mode == Mode::Advise {
+            let sqe = if op.advise {
                 opcode::Fadvise::new(fd, len as libc::off_t, libc::POSIX_FADV_WILLNEED)
                     .offset(op.off)
                     .build()
@@ -212,7 +225,6 @@ impl Reader {
     }
 
     fn reap(&mut self) {
-        let keep = self.keeps_buffers();
         for c in self.ring.completion() {
             let (ud, res) = (c.user_data(), c.result());
             let Some(op) = self.ops.get_mut(ud as usize).and_then(Option::as_mut) else {
@@ -220,10 +232,10 @@ impl Reader {
             };
             self.inflight = self.inflight.saturating_sub(1);
             // A read returns its length; an advice returns 0.
-            let complete = if keep {
-                res >= 0 && res as u32 == op.len
-            } else {
+            let complete = if op.advise {
                 res == 0
+            } else {
+                res >= 0 && res as u32 == op.len
             };
             op.status = if complete {
                 Status::Done

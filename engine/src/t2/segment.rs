@@ -83,7 +83,10 @@ pub struct Segment {
     /// direct reads), with the offset alignment its reads need; `None`
     /// when the filesystem refuses it.
     direct: std::sync::OnceLock<Option<(File, usize)>>,
+    serial: u64,
 }
+
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(0);
 
 impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -193,7 +196,14 @@ impl Segment {
             tail: AtomicU64::new(0),
             live: AtomicI64::new(0),
             direct: std::sync::OnceLock::new(),
+            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
         })
+    }
+
+    /// A number no other segment opened by this process has (ids repeat
+    /// across databases), for process-wide tables keyed by segment.
+    pub fn serial(&self) -> u64 {
+        self.serial
     }
 
     /// File size in bytes.

@@ -1,4 +1,4 @@
-//! Which value bytes `BufferMode::Auto` scans read recently, so that a
+//! Which value pages `BufferMode::Auto` scans read recently, so that a
 //! cold scan reads directly and a scan of the same bytes again goes
 //! through the page cache.
 //!
@@ -6,58 +6,98 @@
 //! completions, no page faults, no page-cache pages to allocate; 1.1-1.2x
 //! on the shape at 1 thread), but they never warm the cache: data
 //! scanned over and over would be read from disk every time. So, like a
-//! scan-resistant cache's admission filter, the first read of a chunk is
-//! direct, and a chunk read again while it is still remembered is advised
-//! into the page cache, where later scans find it resident.
+//! scan-resistant cache's admission filter, the first read of a page is
+//! direct, and a window of entries most of whose pages were read recently
+//! is advised into the page cache, where later scans find it resident.
 //!
-//! The memory is one process-wide table of chunk tags, overwritten on
-//! collision: it forgets a chunk after roughly `SLOTS` other chunks
-//! (16 GiB of distinct data) were read, which is the scale of a page cache.
-//! A forgotten or colliding chunk only costs one direct read too many or
-//! one page-cache read too early.
+//! Each segment keeps one bit per page ([`PageMarks`], allocated on first
+//! use: 2 KiB for a 64 MiB segment), exact rather than hashed: a first
+//! version marked 256 KiB chunks in a hashed table, and over a 400-op run
+//! of random 64 KB windows a third of the chunks got marked, so unrelated
+//! windows that merely shared a chunk were sent to the page cache.
+//! "Recently" is two generations: the generation turns once scans have
+//! read half of the expected page cache directly since it began, and a
+//! segment's marks older than the previous generation are cleared when
+//! next touched, so a page counts as read recently while the page cache
+//! could plausibly still have held it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Chunks are this many bytes of one segment.
-const CHUNK_SHIFT: u32 = 18;
-const SLOTS: usize = 1 << 16;
+use super::residency::PAGE;
 
-static TABLE: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+/// Bytes read directly by `Auto` scans in the current generation.
+static DIRECT_BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// A non-zero tag for chunk `chunk` of the segment with process-unique
-/// serial `serial` (segment ids repeat across databases).
-fn tag(serial: u64, chunk: u64) -> u64 {
-    let x = (serial << 40 ^ chunk).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (x ^ x >> 29) | 1
+/// One bit per page of a segment: read by an `Auto` scan recently.
+pub(crate) struct PageMarks {
+    generation: AtomicU64,
+    bits: Box<[AtomicU64]>,
 }
 
-/// The chunk holding byte `off` of a segment.
-pub(crate) fn chunk_of(off: u64) -> u64 {
-    off >> CHUNK_SHIFT
+impl PageMarks {
+    /// Marks for a segment of `size` bytes.
+    pub fn new(size: usize) -> PageMarks {
+        let words = size.div_ceil(PAGE).div_ceil(64);
+        PageMarks {
+            generation: AtomicU64::new(GENERATION.load(Ordering::Relaxed)),
+            bits: (0..words).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Marks pages `[first, end)` and returns how many of them were marked
+    /// already, and how many there are.
+    pub fn touch(&self, first: usize, end: usize) -> (usize, usize) {
+        let now = GENERATION.load(Ordering::Relaxed);
+        let was = self.generation.swap(now, Ordering::Relaxed);
+        if was + 1 < now {
+            // Older than the previous generation: forget it. (A racing
+            // scan may lose a mark or keep a stale one; either costs one
+            // read of the wrong kind, never a wrong value.)
+            for w in self.bits.iter() {
+                w.store(0, Ordering::Relaxed);
+            }
+        }
+        let (mut seen, mut total) = (0, 0);
+        for p in first..end {
+            let Some(w) = self.bits.get(p / 64) else {
+                break;
+            };
+            let bit = 1u64 << (p % 64);
+            seen += usize::from(w.fetch_or(bit, Ordering::Relaxed) & bit != 0);
+            total += 1;
+        }
+        (seen, total)
+    }
 }
 
-/// Records a read of the chunk holding byte `off` of segment `serial` and
-/// returns whether that chunk was read before (and is still remembered).
-pub(crate) fn touch(serial: u64, off: u64) -> bool {
-    let t = tag(serial, chunk_of(off));
-    let slot = (t >> 32) as usize % SLOTS;
-    TABLE
-        .get(slot)
-        .is_some_and(|s| s.swap(t, Ordering::Relaxed) == t)
+/// Counts `bytes` read directly by an `Auto` scan; `horizon` bytes of them
+/// end a generation.
+pub(crate) fn read_directly(bytes: u64, horizon: u64) {
+    if DIRECT_BYTES.fetch_add(bytes, Ordering::Relaxed) + bytes > horizon {
+        DIRECT_BYTES.store(0, Ordering::Relaxed);
+        GENERATION.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::touch;
+    use super::*;
 
     #[test]
-    fn a_chunk_is_new_once_and_then_remembered() {
-        // Serials far from any real segment's.
-        let s = u64::MAX - 7;
-        assert!(!touch(s, 5 << 18));
-        assert!(touch(s, 5 << 18));
-        assert!(touch(s, (5 << 18) + 4096), "same chunk");
-        assert!(!touch(s, 6 << 18), "next chunk");
-        assert!(!touch(s - 1, 5 << 18), "other segment");
+    fn pages_are_new_once_then_remembered_for_two_generations() {
+        let m = PageMarks::new(1 << 20);
+        assert_eq!(m.touch(0, 3), (0, 3));
+        assert_eq!(m.touch(1, 2), (1, 1), "same page");
+        assert_eq!(m.touch(2, 5), (1, 3), "one page was read");
+        // A generation later the marks are still there...
+        read_directly(u64::MAX / 2, 0);
+        assert_eq!(m.touch(0, 1), (1, 1));
+        // ...two later they are gone.
+        read_directly(u64::MAX / 2, 0);
+        read_directly(u64::MAX / 2, 0);
+        assert_eq!(m.touch(1, 2), (0, 1));
+        // Past the end of the segment nothing is counted.
+        assert_eq!(m.touch(255, 258), (0, 1));
     }
 }

@@ -106,7 +106,7 @@
 //! the pool's pop/push. Reads beyond 256 in flight are queued and submitted
 //! as completions arrive.
 
-mod admission;
+pub(crate) mod admission;
 mod ahead;
 mod buffers;
 pub mod fallback;

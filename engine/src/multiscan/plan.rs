@@ -493,26 +493,36 @@ struct Span {
 }
 
 impl Planner {
-    /// Records the chunks `spans` read (module `admission`) and returns
-    /// whether most of them were read before: then the window goes
-    /// through the page cache, so that data scanned again warms up.
+    /// Marks the pages `spans` need as read (module `admission`) and
+    /// returns whether most of them were read recently: then the window
+    /// goes through the page cache, so that data scanned again warms up.
     fn read_recently(&mut self, spans: &[Span], segs: &SegTable) -> bool {
-        let (mut chunks, mut seen) = (0usize, 0usize);
-        let mut last = None;
+        let (mut seen, mut total) = (0usize, 0usize);
+        // Neighbouring values share pages: count each page once.
+        let mut done: Option<(u32, usize)> = None;
         for sp in spans {
             let Some(seg) = segs.segs.get(sp.seg as usize) else {
                 continue;
             };
-            let key = (seg.serial(), super::admission::chunk_of(sp.vs as u64));
-            if last == Some(key) {
-                continue;
+            let mut first = sp.vs / PAGE;
+            if let Some((s, end)) = done {
+                if s == sp.seg {
+                    first = first.max(end);
+                }
             }
-            last = Some(key);
-            chunks += 1;
-            seen += usize::from(super::admission::touch(key.0, sp.vs as u64));
+            let end = sp.ve.div_ceil(PAGE);
+            if first < end {
+                let (s, t) = seg.scan_marks().touch(first, end);
+                seen += s;
+                total += t;
+                done = Some((sp.seg, end));
+            }
         }
-        let again = seen * 2 > chunks;
+        let again = seen * 2 > total;
         self.readmitted += u64::from(again);
+        if !again {
+            super::admission::read_directly((total * PAGE) as u64, super::ahead::page_cache() / 2);
+        }
         again
     }
 

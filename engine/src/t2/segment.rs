@@ -83,10 +83,9 @@ pub struct Segment {
     /// direct reads), with the offset alignment its reads need; `None`
     /// when the filesystem refuses it.
     direct: std::sync::OnceLock<Option<(File, usize)>>,
-    serial: u64,
+    /// Pages MultiScans read recently (their admission to the page cache).
+    scan_marks: std::sync::OnceLock<crate::multiscan::admission::PageMarks>,
 }
-
-static NEXT_SERIAL: AtomicU64 = AtomicU64::new(0);
 
 impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -196,14 +195,15 @@ impl Segment {
             tail: AtomicU64::new(0),
             live: AtomicI64::new(0),
             direct: std::sync::OnceLock::new(),
-            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
+            scan_marks: std::sync::OnceLock::new(),
         })
     }
 
-    /// A number no other segment opened by this process has (ids repeat
-    /// across databases), for process-wide tables keyed by segment.
-    pub fn serial(&self) -> u64 {
-        self.serial
+    /// The pages of this segment MultiScans read recently, allocated on
+    /// first use.
+    pub(crate) fn scan_marks(&self) -> &crate::multiscan::admission::PageMarks {
+        self.scan_marks
+            .get_or_init(|| crate::multiscan::admission::PageMarks::new(self.size))
     }
 
     /// File size in bytes.

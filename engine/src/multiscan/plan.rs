@@ -39,9 +39,9 @@ thread_local! {
 /// With a warm hint, only the first window and one sampled window (it
 /// rotates over the first `SAMPLE_SPREAD` windows from scan to scan) are
 /// probed; a probe that finds missing pages clears the hint, so the rest
-/// of this scan and the next scan plan everything again. Measured with callgrind: planning every
-/// window of a warm 15 x 100-key scan cost ~20% more instructions than the
-/// synchronous path.
+/// of this scan and the next scan plan everything again. Measured with
+/// callgrind: planning every window of a warm 15 x 100-key scan cost ~20%
+/// more instructions than the synchronous path.
 const SAMPLE_SPREAD: usize = 16;
 
 /// Segments a scan refers to, each held alive for the scan's lifetime so

@@ -131,9 +131,9 @@ impl Reader {
         self.mode != Mode::Advise
     }
 
-    /// Queues a read of `[off, off+len)` of `seg` under `id` (`advise`: a
-    /// page-cache advice even when the reader reads into buffers);
-    /// `urgent` puts it ahead of everything queued. Call
+    /// Queues the read of extent `x` of `seg` under `id` (a page-cache
+    /// advice when the extent says so, even if the reader reads into
+    /// buffers); `urgent` puts it ahead of everything queued. Call
     /// [`Reader::flush`] to submit.
     pub fn enqueue(
         &mut self,

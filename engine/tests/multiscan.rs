@@ -417,6 +417,28 @@ fn auto_mode_mixes_cached_and_direct_windows_in_one_scan() {
     assert_eq!(mixed.buffered_values, 400, "{mixed:?}");
 }
 
+/// A window that only overlaps an earlier scan's (70% of its pages read
+/// before) is new data: Auto still reads it directly. Only a window read
+/// nearly whole before goes through the page cache.
+#[test]
+fn auto_mode_reads_a_partly_overlapping_window_directly() {
+    let st = store_with(4 << 20);
+    let m = load_sequential(&st, 1000, 700);
+    let auto = |a: u32, b: u32| MultiScanArgs {
+        buffer_mode: BufferMode::Auto,
+        ..args(vec![ScanRange::new(&key(a), &key(b))], true)
+    };
+    st.evict();
+    let (r, _) = run(&st, &auto(0, 100));
+    assert_eq!(r, model_scan(&m, &[ScanRange::new(&key(0), &key(100))]));
+    let (r, overlap) = run(&st, &auto(30, 130));
+    assert_eq!(r, model_scan(&m, &[ScanRange::new(&key(30), &key(130))]));
+    assert_eq!(overlap.readmitted_windows, 0, "{overlap:?}");
+    assert_eq!(overlap.buffered_values, 100, "{overlap:?}");
+    let (_, again) = run(&st, &auto(30, 130));
+    assert_eq!(again.readmitted_windows, 1, "{again:?}");
+}
+
 #[test]
 fn prefetch_limit_continues_synchronously() {
     let st = store();

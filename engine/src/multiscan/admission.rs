@@ -7,7 +7,7 @@
 //! on the shape at 1 thread), but they never warm the cache: data
 //! scanned over and over would be read from disk every time. So, like a
 //! scan-resistant cache's admission filter, the first read of a page is
-//! direct, and a window of entries most of whose pages were read recently
+//! direct, and a window of entries 90% of whose pages were read recently
 //! is advised into the page cache, where later scans find it resident.
 //!
 //! Each segment keeps one bit per page ([`PageMarks`], allocated on first

@@ -173,6 +173,14 @@ fn args(ranges: Vec<ScanRange>, async_io: bool) -> MultiScanArgs {
     }
 }
 
+/// Async, with reads going where `mode` sends them.
+fn async_in(mode: BufferMode, ranges: Vec<ScanRange>) -> MultiScanArgs {
+    MultiScanArgs {
+        buffer_mode: mode,
+        ..args(ranges, true)
+    }
+}
+
 fn load_sequential(st: &Store, n: u32, len: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut m = BTreeMap::new();
     for i in 0..n {
@@ -267,10 +275,7 @@ fn direct_reads_cover_their_values_to_the_sector_not_the_page() {
         .first()
         .map_or(4096, |s| s.direct_align() as u64);
     st.evict();
-    let a = MultiScanArgs {
-        buffer_mode: BufferMode::Direct,
-        ..args(ranges.clone(), true)
-    };
+    let a = async_in(BufferMode::Direct, ranges.clone());
     let (r, stats) = run(&st, &a);
     assert_eq!(r, model_scan(&m, &ranges));
     assert_eq!(stats.reads, 2, "{stats:?}");
@@ -363,10 +368,7 @@ fn auto_mode_reads_cold_data_directly_and_caches_what_is_scanned_again() {
     let m = load_sequential(&st, 300, 700);
     let ranges = vec![ScanRange::new(&key(0), &key(200))];
     st.evict();
-    let a = MultiScanArgs {
-        buffer_mode: BufferMode::Auto,
-        ..args(ranges.clone(), true)
-    };
+    let a = async_in(BufferMode::Auto, ranges.clone());
     let (r, first) = run(&st, &a);
     assert_eq!(r, model_scan(&m, &ranges));
     assert!(first.reads > 0, "{first:?}");
@@ -403,10 +405,7 @@ fn auto_mode_mixes_cached_and_direct_windows_in_one_scan() {
             ]
         })
         .collect();
-    let auto = |rs: &[ScanRange]| MultiScanArgs {
-        buffer_mode: BufferMode::Auto,
-        ..args(rs.to_vec(), true)
-    };
+    let auto = |rs: &[ScanRange]| async_in(BufferMode::Auto, rs.to_vec());
     st.evict();
     let (r, first) = run(&st, &auto(&seen));
     assert_eq!(r, model_scan(&m, &seen));
@@ -424,10 +423,7 @@ fn auto_mode_mixes_cached_and_direct_windows_in_one_scan() {
 fn auto_mode_reads_a_partly_overlapping_window_directly() {
     let st = store_with(4 << 20);
     let m = load_sequential(&st, 1000, 700);
-    let auto = |a: u32, b: u32| MultiScanArgs {
-        buffer_mode: BufferMode::Auto,
-        ..args(vec![ScanRange::new(&key(a), &key(b))], true)
-    };
+    let auto = |a: u32, b: u32| async_in(BufferMode::Auto, vec![ScanRange::new(&key(a), &key(b))]);
     st.evict();
     let (r, _) = run(&st, &auto(0, 100));
     assert_eq!(r, model_scan(&m, &[ScanRange::new(&key(0), &key(100))]));
@@ -747,10 +743,7 @@ fn warm_hint_recovers_when_the_cache_goes_cold() {
         .map(|i| ScanRange::new(&key(i * 190), &key(i * 190 + 40)))
         .collect();
     let expect = model_scan(&m, &ranges);
-    let a = MultiScanArgs {
-        buffer_mode: BufferMode::PageCache,
-        ..args(ranges.clone(), true)
-    };
+    let a = async_in(BufferMode::PageCache, ranges.clone());
     st.evict();
     let (r, full) = run(&st, &a);
     assert_eq!(r, expect);

@@ -193,15 +193,18 @@ impl BufferMode {
         }
     }
 
-    /// `Auto` decided for `log`, with whether re-read windows go through
-    /// the page cache (module `admission`); any other mode unchanged.
-    fn resolve(self, log: &Log) -> (BufferMode, bool) {
+    /// How the reader fetches extents in this mode (`Auto` decided for
+    /// `log`), and whether re-read windows go through the page cache
+    /// (module `admission`).
+    fn resolve(self, log: &Log) -> (uring::Mode, bool) {
         match self {
             BufferMode::Auto => (
-                BufferMode::Direct,
+                uring::Mode::Direct,
                 log.approx_total_bytes() <= ahead::page_cache() / 2,
             ),
-            m => (m, false),
+            BufferMode::Owned => (uring::Mode::Read, false),
+            BufferMode::Direct => (uring::Mode::Direct, false),
+            BufferMode::PageCache => (uring::Mode::Advise, false),
         }
     }
 }
@@ -445,11 +448,6 @@ pub(crate) fn multi_scan_with<'a>(
         .collect();
     let io = if args.use_async_io && !args.disable_io_uring {
         let (mode, admit) = args.buffer_mode.or(default_mode).resolve(log);
-        let mode = match mode {
-            BufferMode::Owned => uring::Mode::Read,
-            BufferMode::Direct => uring::Mode::Direct,
-            BufferMode::PageCache | BufferMode::Auto => uring::Mode::Advise,
-        };
         Reader::new(mode).map(|reader| Io {
             planner: Planner::new(
                 args.io_coalesce_threshold,

@@ -142,8 +142,7 @@ impl Reader {
         x: &super::plan::Extent,
         urgent: bool,
     ) {
-        let (off, len) = (x.start, x.len);
-        let advise = x.advise || self.mode == Mode::Advise;
+        let (off, len, advise) = (x.start, x.len, x.advise);
         if self.ops.len() <= id {
             self.ops.resize_with(id + 1, || None);
         }

@@ -41,8 +41,8 @@ enum Value {
         len: u8,
         bytes: [u8; 8],
     },
+    /// In [`Iter::seg`].
     Stored {
-        seg: Arc<Segment>,
         off: usize,
         len: usize,
     },
@@ -61,6 +61,14 @@ pub struct Iter<'a> {
     bounds: Bounds,
     valid: bool,
     value: Value,
+    /// The segment of the last stored value loaded, kept while the next
+    /// values lie in it too: a scan then does no segment-table load and
+    /// no reference-count update per entry (seekrandom with 100 nexts of
+    /// 100-byte values spent 10% of its time there). A segment retired
+    /// meanwhile stays mapped and unchanged while held, and T1 pointed
+    /// the entry there when the cursor read it, so it still holds that
+    /// version.
+    seg: Option<Arc<Segment>>,
     err: Option<Error>,
     verify: bool,
     /// Forward steps since the last seek; from the second on the iterator
@@ -92,6 +100,7 @@ impl<'a> Iter<'a> {
             bounds,
             valid: false,
             value: Value::None,
+            seg: None,
             err: None,
             scan_steps: 0,
             ahead_to: None,
@@ -237,7 +246,11 @@ impl<'a> Iter<'a> {
         match &self.value {
             Value::None => &[],
             Value::Inline { len, bytes } => bytes.get(..*len as usize).unwrap_or_default(),
-            Value::Stored { seg, off, len } => seg.bytes(*off, *len).unwrap_or_default(),
+            Value::Stored { off, len } => self
+                .seg
+                .as_deref()
+                .and_then(|s| s.bytes(*off, *len))
+                .unwrap_or_default(),
         }
     }
 
@@ -292,27 +305,26 @@ impl<'a> Iter<'a> {
                 }
                 Payload::Tombstone => return Some(false),
                 Payload::Stored(l) => {
-                    if let Some(seg) = self.inner.log.segment(l.segment) {
-                        let Some(b) = seg.bytes(l.offset as usize, l.len as usize) else {
-                            self.err = Some(Error::Corruption(format!(
-                                "{} offset {} (+{}): value lies outside the file",
+                    if self.seg.as_ref().is_none_or(|s| s.id != l.segment) {
+                        self.seg = self.inner.log.segment(l.segment);
+                    }
+                    if let Some(seg) = self.seg.as_deref() {
+                        let (off, len) = (l.offset as usize, l.len as usize);
+                        let checked = match seg.bytes(off, len) {
+                            None => Err(Error::Corruption(format!(
+                                "{} offset {off} (+{len}): value lies outside the file",
                                 seg.path.display(),
-                                l.offset,
-                                l.len
-                            )));
-                            return None;
-                        };
-                        if self.verify {
-                            if let Err(e) = crate::value_crc::verify(&seg, l.offset as usize, b) {
-                                self.err = Some(e);
-                                return None;
+                            ))),
+                            Some(b) if self.verify => {
+                                crate::value_crc::verify(seg, off, b).map(drop)
                             }
-                        }
-                        self.value = Value::Stored {
-                            seg,
-                            off: l.offset as usize,
-                            len: l.len as usize,
+                            Some(_) => Ok(()),
                         };
+                        if let Err(e) = checked {
+                            self.err = Some(e);
+                            return None;
+                        }
+                        self.value = Value::Stored { off, len };
                         return Some(true);
                     }
                     // Relocated and retired meanwhile: look the key up again.

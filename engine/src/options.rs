@@ -88,6 +88,13 @@ pub struct Options {
     /// later scans read contiguous extents (default 1000; 0 = never; needs
     /// `background`). `Db::compact_range` does the same on demand.
     pub order_idle_ms: u64,
+    /// Once no write has arrived for this long (and the key-order pass has
+    /// nothing to do), the maintenance thread merges T1's append regions
+    /// into its sorted regions, so that iterators and MultiScans over a
+    /// quiet database step through sorted arrays (default 1000; 0 =
+    /// never; needs `background`). Unlike `order_idle_ms` it moves no
+    /// value and writes nothing to disk.
+    pub merge_idle_ms: u64,
     /// Where an async MultiScan reads values that are not in the page
     /// cache (RocksDB's `use_direct_reads`): `Some(true)` with `O_DIRECT`
     /// into buffers the scan owns, `Some(false)` into the page cache,
@@ -120,6 +127,7 @@ impl Default for Options {
             maintenance_nice: 10,
             max_space_amplification: 2.0,
             order_idle_ms: 1000,
+            merge_idle_ms: 1000,
             use_direct_reads: None,
         }
     }
@@ -172,6 +180,8 @@ impl Options {
         maintenance_nice: i32);
     setter!(/// Sets `order_idle_ms`.
         order_idle_ms: u64);
+    setter!(/// Sets `merge_idle_ms`.
+        merge_idle_ms: u64);
     setter!(/// Sets `use_direct_reads`.
         use_direct_reads: Option<bool>);
 

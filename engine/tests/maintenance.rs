@@ -338,3 +338,48 @@ fn a_pure_insert_of_small_values_is_neither_throttled_nor_defragmented() {
         "{s:?}"
     );
 }
+
+/// A database whose writes went quiet for `merge_idle_ms` has its T1
+/// append regions merged in the background, once per quiet period; with
+/// 0 they stay (below the 64K-entry threshold nothing else merges them).
+#[test]
+fn a_quiet_database_merges_its_append_regions_once_per_quiet_period() {
+    let merges = |db: &Db| db.statistics().t1_reorganizes;
+    let wait_for = |db: &Db, n: u64| {
+        let t0 = std::time::Instant::now();
+        while merges(db) < n && t0.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+    for idle in [50u64, 0] {
+        let dir = tmp();
+        let o = Options::default()
+            .segment_size(1 << 20)
+            .maintenance_interval_ms(5)
+            .order_idle_ms(0)
+            .merge_idle_ms(idle);
+        let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..2000u64 {
+            db.put(&key(i), &value(i, 0, 100))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        if idle == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            assert_eq!(merges(&db), 0, "merge_idle_ms=0 never merges");
+            continue;
+        }
+        wait_for(&db, 1);
+        let first = merges(&db);
+        assert!(first >= 1, "no merge after the writes went quiet");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert_eq!(merges(&db), first, "merged again with no new write");
+        db.put(&key(5), &value(5, 1, 100))
+            .unwrap_or_else(|e| panic!("{e}"));
+        wait_for(&db, first + 1);
+        assert!(merges(&db) > first, "a new write, a new quiet period");
+        for i in 0..2000u64 {
+            let want = value(i, u64::from(i == 5), 100);
+            assert_eq!(db.get(&key(i)).ok().flatten(), Some(want), "key {i}");
+        }
+    }
+}

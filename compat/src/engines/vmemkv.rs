@@ -6,7 +6,7 @@
 //! `pread_min_bytes`, `background`,
 //! `defrag_garbage_ratio`, `defrag_max_bytes_per_cycle`, `split_threshold`,
 //! `maintenance_interval_ms`, `maintenance_nice`, `max_space_amplification`,
-//! `order_idle_ms`, `use_direct_reads` (async MultiScan reads with
+//! `order_idle_ms`, `merge_idle_ms`, `use_direct_reads` (async MultiScan reads with
 //! `O_DIRECT`, or into the page cache; unset = direct first, the page
 //! cache for bytes scanned again, see `BufferMode::Auto`). Unknown
 //! options are an `InvalidArgument`.
@@ -109,6 +109,9 @@ pub fn engine_options(opts: &EngineOptions) -> Result<vmemkv::Options> {
     }
     if let Some(v) = m.take::<u64>("order_idle_ms")? {
         o.order_idle_ms = v;
+    }
+    if let Some(v) = m.take::<u64>("merge_idle_ms")? {
+        o.merge_idle_ms = v;
     }
     if let Some(v) = m.take_bool("use_direct_reads")? {
         o.use_direct_reads = Some(v);
@@ -364,6 +367,19 @@ mod tests {
         let db = open_tmp(dir.path());
         assert_eq!(db.get(&ReadOptions::default(), b"a")?, None);
         assert_eq!(db.get(&ReadOptions::default(), b"c")?, Some(b"3".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn merge_idle_ms_maps_to_the_engine_option() -> Result<()> {
+        let o = |v: &str| engine_options(&EngineOptions::default().set("merge_idle_ms", v));
+        assert_eq!(o("0")?.merge_idle_ms, 0);
+        assert_eq!(o("250")?.merge_idle_ms, 250);
+        assert_eq!(
+            engine_options(&EngineOptions::default())?.merge_idle_ms,
+            1000
+        );
+        assert!(matches!(o("soon"), Err(Error::InvalidArgument(m)) if m.contains("merge_idle_ms")));
         Ok(())
     }
 

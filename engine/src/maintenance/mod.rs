@@ -11,6 +11,7 @@ use parking_lot::{Condvar, Mutex};
 
 mod order;
 pub(crate) mod prio;
+mod quiet;
 pub(crate) mod throttle;
 
 pub(crate) use order::{compact_range, order_all};
@@ -507,6 +508,7 @@ fn urgency_nice(inner: &Inner) -> i32 {
 fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
     let every = Duration::from_millis(inner.opts.maintenance_interval_ms);
     let mut order = order::Schedule::new(inner.opts.order_idle_ms);
+    let mut merge = quiet::MergeWhenQuiet::new(inner.opts.merge_idle_ms);
     loop {
         {
             let mut s = stop.0.lock();
@@ -544,10 +546,19 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
                     .info
                     .log(format_args!("background checkpoint failed: {e}")),
             }
-        } else if let Err(e) = order.tick(inner, &|| *stop.0.lock()) {
-            inner
-                .info
-                .log(format_args!("background key ordering failed: {e}"));
+        } else {
+            let stopping = || *stop.0.lock();
+            match order.tick(inner, &stopping) {
+                Ok(true) => {}
+                // The key-order pass first: it writes, and its relocations
+                // land in the append regions this merge empties.
+                Ok(false) => {
+                    merge.tick(inner, &stopping);
+                }
+                Err(e) => inner
+                    .info
+                    .log(format_args!("background key ordering failed: {e}")),
+            }
         }
     }
 }

@@ -8,7 +8,7 @@
 //! SST files sorted without being asked.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::{checkpoint_and_retire, count, cycle_budget, relocate_at, DefragReport};
 use crate::db::Inner;
@@ -249,9 +249,7 @@ pub(crate) fn order_all(inner: &Inner) -> Result<DefragReport> {
 /// `Options::order_idle_ms`, and again after each later burst of writes.
 /// A pass interrupted by writes resumes where it stopped.
 pub(crate) struct Schedule {
-    idle: Duration,
-    writes: u64,
-    quiet_since: Instant,
+    quiet: super::quiet::Quiet,
     /// The write count a finished pass covered (`None`: no pass yet since
     /// open, so one runs once to order what an earlier process loaded).
     done_at: Option<u64>,
@@ -262,9 +260,7 @@ pub(crate) struct Schedule {
 impl Schedule {
     pub(crate) fn new(idle_ms: u64) -> Schedule {
         Schedule {
-            idle: Duration::from_millis(idle_ms),
-            writes: 0,
-            quiet_since: Instant::now(),
+            quiet: super::quiet::Quiet::new(idle_ms),
             done_at: None,
             started_at: 0,
             resume: None,
@@ -279,15 +275,10 @@ impl Schedule {
         inner: &Inner,
         stopping: &(dyn Fn() -> bool + Sync),
     ) -> Result<bool> {
-        if self.idle.is_zero() {
+        let Some(writes) = self.quiet.quiet(inner) else {
             return Ok(false);
-        }
-        let writes = Counters::get(&inner.counters.writes);
-        if writes != self.writes {
-            self.writes = writes;
-            self.quiet_since = Instant::now();
-        }
-        if self.done_at == Some(writes) || self.quiet_since.elapsed() < self.idle {
+        };
+        if self.done_at == Some(writes) {
             return Ok(false);
         }
         if self.resume.is_none() {

@@ -289,6 +289,28 @@ impl Inner {
         }
     }
 
+    /// Reorganizes the shards whose append region holds anything, while
+    /// `go_on` says so (checked between shards); returns how many.
+    pub(crate) fn merge_append_regions(&self, go_on: &dyn Fn() -> bool) -> usize {
+        let _g = self.maint.lock();
+        let dir = self.dir.load_full();
+        let mut merged = 0;
+        for shard in &dir.shards {
+            if !go_on() {
+                break;
+            }
+            let st = shard.state.load();
+            if shard.retired.load(Ordering::Acquire) || st.frozen.is_none() && st.active.is_empty()
+            {
+                continue;
+            }
+            drop(st);
+            self.reorganize_shard(shard);
+            merged += 1;
+        }
+        merged
+    }
+
     pub(crate) fn reorganize_all(&self) {
         let _g = self.maint.lock();
         let dir = self.dir.load_full();

@@ -390,6 +390,13 @@ impl T1 {
         self.inner.reorganize_all();
     }
 
+    /// Merges the append region of every shard that has one (a quiet
+    /// database's housekeeping), checking `go_on` between shards; returns
+    /// the shards merged.
+    pub fn merge_append_regions(&self, go_on: &dyn Fn() -> bool) -> usize {
+        self.inner.merge_append_regions(go_on)
+    }
+
     /// One synchronous maintenance pass (what the background thread runs): reorganizes
     /// shards whose append region passed `reorganize_threshold`, splits shards larger
     /// than `split_threshold`.

@@ -92,8 +92,10 @@ pub struct Options {
     /// nothing to do), the maintenance thread merges T1's append regions
     /// into its sorted regions, so that iterators and MultiScans over a
     /// quiet database step through sorted arrays (default 1000; 0 =
-    /// never; needs `background`). Unlike `order_idle_ms` it moves no
-    /// value and writes nothing to disk.
+    /// never; needs `background`). A database just opened counts as
+    /// quiet, so what recovery replayed is merged at once unless writes
+    /// begin. Unlike `order_idle_ms` it moves no value and writes nothing
+    /// to disk.
     pub merge_idle_ms: u64,
     /// Where an async MultiScan reads values that are not in the page
     /// cache (RocksDB's `use_direct_reads`): `Some(true)` with `O_DIRECT`

@@ -383,3 +383,36 @@ fn a_quiet_database_merges_its_append_regions_once_per_quiet_period() {
         }
     }
 }
+
+/// An opened database counts as quiet: what recovery replayed into T1's
+/// append regions is merged at the first maintenance tick, without
+/// waiting out `merge_idle_ms`.
+#[test]
+fn a_reopened_database_merges_what_recovery_replayed_at_once() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        for i in 0..2000u64 {
+            db.put(&key(i), &value(i, 0, 100))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    let o = Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(5)
+        .order_idle_ms(0)
+        .merge_idle_ms(60_000);
+    let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("{e}"));
+    let t0 = std::time::Instant::now();
+    while db.statistics().t1_reorganizes == 0 && t0.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        t0.elapsed().as_secs() < 10,
+        "no merge long before merge_idle_ms: {:?}",
+        db.statistics()
+    );
+    for i in 0..2000u64 {
+        assert_eq!(db.get(&key(i)).ok().flatten(), Some(value(i, 0, 100)));
+    }
+}

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use vmemkv_compat::{Db, EngineKind, EngineOptions, Error, ReadOptions, WriteOptions};
 use vmemkv_tests::crash::{decode_value, encode_value, key_name};
@@ -18,10 +19,20 @@ use vmemkv_tests::crash::{decode_value, encode_value, key_name};
 struct Tmpfs {
     dir: PathBuf,
     _parent: tempfile::TempDir,
+    /// Held (one test at a time) until after the unmount; see [`SERIAL`].
+    _serial: MutexGuard<'static, ()>,
 }
+
+/// The tests run `mount` and `umount` as child processes. A child spawned
+/// while another test has a database open holds a copy of the descriptor
+/// of that database's `LOCK` (an `flock` is held by the open file
+/// description) until it execs, so a reopen right after a close could find
+/// the lock still taken: `Busy`, seen once in CI. One test at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 impl Tmpfs {
     fn mount(size: &str) -> Result<Tmpfs, String> {
+        let serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
         let parent = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
         let dir = parent.path().join("mnt");
         std::fs::create_dir(&dir).map_err(|e| format!("mkdir: {e}"))?;
@@ -39,6 +50,7 @@ impl Tmpfs {
         Ok(Tmpfs {
             dir,
             _parent: parent,
+            _serial: serial,
         })
     }
 }

@@ -339,43 +339,51 @@ fn a_pure_insert_of_small_values_is_neither_throttled_nor_defragmented() {
     );
 }
 
+/// Options for the quiet-time merge tests: background maintenance every
+/// 5 ms, no key-order pass.
+fn merge_opts(idle_ms: u64) -> Options {
+    Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(5)
+        .order_idle_ms(0)
+        .merge_idle_ms(idle_ms)
+}
+
+fn merges(db: &Db) -> u64 {
+    db.statistics().t1_reorganizes
+}
+
+/// Waits up to 10 s for `n` T1 merges; whether they came.
+fn wait_for_merges(db: &Db, n: u64) -> bool {
+    let t0 = std::time::Instant::now();
+    while merges(db) < n && t0.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    merges(db) >= n
+}
+
 /// A database whose writes went quiet for `merge_idle_ms` has its T1
 /// append regions merged in the background, once per quiet period; with
 /// 0 they stay (below the 64K-entry threshold nothing else merges them).
 #[test]
 fn a_quiet_database_merges_its_append_regions_once_per_quiet_period() {
-    let merges = |db: &Db| db.statistics().t1_reorganizes;
-    let wait_for = |db: &Db, n: u64| {
-        let t0 = std::time::Instant::now();
-        while merges(db) < n && t0.elapsed().as_secs() < 10 {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-    };
     for idle in [50u64, 0] {
         let dir = tmp();
-        let o = Options::default()
-            .segment_size(1 << 20)
-            .maintenance_interval_ms(5)
-            .order_idle_ms(0)
-            .merge_idle_ms(idle);
-        let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("{e}"));
-        for i in 0..2000u64 {
-            db.put(&key(i), &value(i, 0, 100))
-                .unwrap_or_else(|e| panic!("{e}"));
-        }
+        let db = Db::open(dir.path(), merge_opts(idle)).unwrap_or_else(|e| panic!("{e}"));
+        put_range(&db, 2000, 0, 100);
         if idle == 0 {
             std::thread::sleep(std::time::Duration::from_millis(300));
             assert_eq!(merges(&db), 0, "merge_idle_ms=0 never merges");
             continue;
         }
-        wait_for(&db, 1);
+        wait_for_merges(&db, 1);
         let first = merges(&db);
         assert!(first >= 1, "no merge after the writes went quiet");
         std::thread::sleep(std::time::Duration::from_millis(300));
         assert_eq!(merges(&db), first, "merged again with no new write");
         db.put(&key(5), &value(5, 1, 100))
             .unwrap_or_else(|e| panic!("{e}"));
-        wait_for(&db, first + 1);
+        wait_for_merges(&db, first + 1);
         assert!(merges(&db) > first, "a new write, a new quiet period");
         for i in 0..2000u64 {
             let want = value(i, u64::from(i == 5), 100);
@@ -390,25 +398,10 @@ fn a_quiet_database_merges_its_append_regions_once_per_quiet_period() {
 #[test]
 fn a_reopened_database_merges_what_recovery_replayed_at_once() {
     let dir = tmp();
-    {
-        let db = open(dir.path());
-        for i in 0..2000u64 {
-            db.put(&key(i), &value(i, 0, 100))
-                .unwrap_or_else(|e| panic!("{e}"));
-        }
-    }
-    let o = Options::default()
-        .segment_size(1 << 20)
-        .maintenance_interval_ms(5)
-        .order_idle_ms(0)
-        .merge_idle_ms(60_000);
-    let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("{e}"));
-    let t0 = std::time::Instant::now();
-    while db.statistics().t1_reorganizes == 0 && t0.elapsed().as_secs() < 10 {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    put_range(&open(dir.path()), 2000, 0, 100);
+    let db = Db::open(dir.path(), merge_opts(60_000)).unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        t0.elapsed().as_secs() < 10,
+        wait_for_merges(&db, 1),
         "no merge long before merge_idle_ms: {:?}",
         db.statistics()
     );

@@ -48,6 +48,14 @@ pub fn value(i: u64, v: u64, len: usize) -> Vec<u8> {
     out
 }
 
+/// Puts keys `0..n`, each `value(i, v, len)`.
+pub fn put_range(db: &Db, n: u64, v: u64, len: usize) {
+    for i in 0..n {
+        db.put(&key(i), &value(i, v, len))
+            .unwrap_or_else(|e| panic!("put {i}: {e}"));
+    }
+}
+
 pub fn key(i: u64) -> Vec<u8> {
     format!("k{i:015x}").into_bytes()
 }

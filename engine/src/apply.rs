@@ -157,6 +157,27 @@ pub(crate) fn replay_record(
             }
             Ok(())
         }
+        crate::t2::record::Kind::Packed => {
+            for e in crate::t2::packed::of_record(h, body) {
+                let e = e.map_err(|at| {
+                    Error::Corruption(format!(
+                        "{} offset {off}: malformed packed directory at body offset {at}",
+                        seg_path.display()
+                    ))
+                })?;
+                let new = Locator {
+                    segment: seg_id,
+                    offset: (body_off + e.value_off) as u32,
+                    len: e.old.len,
+                };
+                if t1.relocate(e.key, e.seq, e.old, new) {
+                    let cost = live_cost(e.key.len(), e.old.len as usize);
+                    adjust(e.old.segment, -cost);
+                    adjust(seg_id, cost);
+                }
+            }
+            Ok(())
+        }
         crate::t2::record::Kind::Seal => Ok(()),
     }
 }

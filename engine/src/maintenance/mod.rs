@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+mod mover;
 mod order;
 pub(crate) mod prio;
 mod quiet;
@@ -20,12 +21,13 @@ use crate::apply::relocation_old;
 use crate::batch::{BatchIter, BatchOp};
 use crate::db::Inner;
 use crate::error::{Error, Result};
-use crate::index::{Locator, Payload};
+use crate::index::Payload;
 use crate::stats::Counters;
 use crate::t2::record::{split_lsn, Kind, HEADER_LEN};
 use crate::t2::scan;
 use crate::t2::segment::{self, Segment};
 use crate::value_crc::VALUE_CRC_LEN;
+use mover::Mover;
 
 /// What one defragment cycle did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -104,89 +106,33 @@ fn candidates(inner: &Inner) -> Vec<Arc<Segment>> {
     c
 }
 
-/// Moves one value if T1 still points at `(seg, off)` for `key`.
-fn maybe_move(inner: &Inner, key: &[u8], value: &[u8], seg: &Segment, off: usize) -> Result<u64> {
-    let Some(e) = inner.t1.get(key) else {
-        return Ok(0);
-    };
-    move_entry(inner, key, value, seg, off, e)
-}
-
-/// Moves one value whose T1 entry was `e` when looked up; T1 is updated
-/// only if it still is.
-fn move_entry(
-    inner: &Inner,
-    key: &[u8],
-    value: &[u8],
-    segment: &Segment,
-    off: usize,
-    e: crate::index::Entry,
-) -> Result<u64> {
-    let seg = segment.id;
-    let Payload::Stored(old) = e.payload else {
-        return Ok(0);
-    };
-
-    if old.segment != seg || old.offset as usize != off || old.len as usize != value.len() {
-        return Ok(0);
-    }
-    // Copying a damaged value would give it a fresh, valid checksum.
-    let crc = crate::value_crc::verify(segment, off, value)?;
-    let _g = inner.gate.read();
-    let extra = (u64::from(seg) << 32) | off as u64;
-    let crc_bytes = crc.to_le_bytes();
-    let a = inner.log.append_with_crc(
-        Kind::Relocation,
-        key.len() as u32,
-        Some(e.seq),
-        extra,
-        &[key, &crc_bytes, value],
-        crate::value_crc::body_crc(&[key, &crc_bytes], crc, value.len()),
-    )?;
-    crate::failpoint::hit("defragment.relocated");
-    let new = Locator {
-        segment: a.seg.id,
-        offset: (a.body_off + key.len() + crate::value_crc::VALUE_CRC_LEN) as u32,
-        len: old.len,
-    };
-    let bytes = (key.len() + value.len()) as u64;
-    if inner.t1.relocate(key, e.seq, old, new) {
-        let cost = crate::stats::live_cost(key.len(), value.len());
-        inner.adjust(seg, -cost);
-        a.seg.live.fetch_add(cost, Ordering::Relaxed);
-        Ok(bytes)
-    } else {
-        Ok(0)
-    }
-}
-
 /// Relocates every live value of `seg`; stops early once nothing is live.
 fn compact(inner: &Inner, seg: &Segment, rep: &mut DefragReport) -> Result<()> {
+    let mut mover = Mover::new(inner);
     for f in scan::records(seg, 0) {
         if live(seg) == 0 {
             break;
         }
         let body = scan::body(seg, &f);
         let body_off = f.off + HEADER_LEN;
+        let malformed = |what: &str, at: usize| {
+            Error::Corruption(format!(
+                "{} offset {}: malformed {what} at body offset {at}",
+                seg.path.display(),
+                f.off
+            ))
+        };
         match f.header.kind {
             Kind::Batch => {
                 for op in BatchIter::over(body) {
-                    let op = op.map_err(|at| {
-                        Error::Corruption(format!(
-                            "{} offset {}: malformed batch at body offset {at}",
-                            seg.path.display(),
-                            f.off
-                        ))
-                    })?;
+                    let op = op.map_err(|at| malformed("batch", at))?;
                     if let BatchOp::Put {
                         key,
                         value,
                         value_offset,
                     } = op
                     {
-                        let n = maybe_move(inner, key, value, seg, body_off + value_offset)?;
-                        rep.moved_values += u64::from(n > 0);
-                        rep.moved_bytes += n;
+                        mover.move_if_live(key, value, seg, body_off + value_offset, rep)?;
                     }
                 }
             }
@@ -196,14 +142,20 @@ fn compact(inner: &Inner, seg: &Segment, rep: &mut DefragReport) -> Result<()> {
                 let (key, rest) = body.split_at(kl.min(body.len()));
                 let value = rest.get(VALUE_CRC_LEN..).unwrap_or_default();
                 debug_assert_eq!(old.len as usize, value.len());
-                let n = maybe_move(inner, key, value, seg, body_off + kl + VALUE_CRC_LEN)?;
-                rep.moved_values += u64::from(n > 0);
-                rep.moved_bytes += n;
+                mover.move_if_live(key, value, seg, body_off + kl + VALUE_CRC_LEN, rep)?;
+            }
+            Kind::Packed => {
+                for e in crate::t2::packed::of_record(&f.header, body) {
+                    let e = e.map_err(|at| malformed("packed directory", at))?;
+                    let end = e.value_off + e.old.len as usize;
+                    let value = body.get(e.value_off..end).unwrap_or_default();
+                    mover.move_if_live(e.key, value, seg, body_off + e.value_off, rep)?;
+                }
             }
             Kind::Seal => {}
         }
     }
-    Ok(())
+    mover.flush(rep)
 }
 
 /// Removes sealed segments that held no live value before a checkpoint
@@ -243,42 +195,19 @@ fn compact_by_index_walk(
     budget: u64,
     rep: &mut DefragReport,
 ) -> Result<()> {
+    let mut mover = Mover::new(inner);
     let mut cur = inner.t1.cursor();
     cur.seek_to_first();
-    let mut seg: Option<Arc<Segment>> = None;
     while cur.valid() && rep.moved_bytes < budget {
         let e = cur.entry();
         if let Payload::Stored(l) = e.payload {
             if ids.contains(&l.segment) {
-                relocate_at(inner, &mut seg, cur.key(), l, e, rep)?;
+                mover.move_indexed(cur.key(), l, e, rep)?;
             }
         }
         cur.next();
     }
-    Ok(())
-}
-
-/// Relocates the value T1's entry `e` for `key` points at (`l`), reusing
-/// `seg` while consecutive values share a segment.
-fn relocate_at(
-    inner: &Inner,
-    seg: &mut Option<Arc<Segment>>,
-    key: &[u8],
-    l: Locator,
-    e: crate::index::Entry,
-    rep: &mut DefragReport,
-) -> Result<()> {
-    if seg.as_ref().map(|s| s.id) != Some(l.segment) {
-        *seg = inner.log.segment(l.segment);
-    }
-    if let Some(s) = seg.as_ref() {
-        if let Some(value) = s.bytes(l.offset as usize, l.len as usize) {
-            let n = move_entry(inner, key, value, s, l.offset as usize, e)?;
-            rep.moved_values += u64::from(n > 0);
-            rep.moved_bytes += n;
-        }
-    }
-    Ok(())
+    mover.flush(rep)
 }
 
 /// The bytes one cycle (defragment, or a step of the background key-order

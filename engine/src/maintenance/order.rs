@@ -2,25 +2,50 @@
 //! lie back to back. Values land in the log in write order, so after a
 //! random-order load a scan of 100 keys reads 100 pages; once ordered it
 //! reads one extent. Two callers: `compact_range` (RocksDB's `CompactRange`,
-//! every scattered value of the range) and the background pass that runs
+//! every value of the range not yet packed in key order) and the background
+//! pass that runs
 //! once writes go quiet (windows that are mostly scattered; see
 //! [`BACKGROUND_MIN_SCATTERED`]), as RocksDB's automatic compaction leaves
 //! SST files sorted without being asked.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use super::{checkpoint_and_retire, count, cycle_budget, relocate_at, DefragReport};
+use super::mover::Mover;
+use super::{checkpoint_and_retire, count, cycle_budget, DefragReport};
 use crate::db::Inner;
 use crate::error::Result;
 use crate::index::{Entry, Locator, Payload};
 use crate::stats::Counters;
-use crate::t2::segment::Segment;
 
-/// A value starting within this many bytes after the end of the previous
-/// value of the walk, in the same segment, continues its run (the gap holds
-/// record headers and keys).
-const IN_ORDER_GAP: u64 = 4096;
+/// What a walk keeps and what it moves.
+#[derive(Clone, Copy)]
+struct Policy {
+    /// A value starting at most this many bytes after the end of the
+    /// previous value of the walk, in the same segment, continues its run.
+    max_gap: u64,
+    /// A window's scattered values move only when they are at least this
+    /// fraction of it.
+    min_scattered: f64,
+}
+
+/// The background pass: runs whose gaps hold record headers and keys count
+/// as in order, so a key-order load is left where it is, and only windows
+/// that are mostly scattered move (see [`BACKGROUND_MIN_SCATTERED`]).
+const BACKGROUND: Policy = Policy {
+    max_gap: 4096,
+    min_scattered: BACKGROUND_MIN_SCATTERED,
+};
+
+/// `compact_range`, a full rewrite asked for by the user: only values
+/// already packed back to back (nothing but their checksum between them)
+/// stay, so a key-order load is packed too and a scan of it reads a fifth
+/// fewer bytes (512-byte values, 64-byte keys; nearly half with 100-byte
+/// values and 16-byte keys).
+const COMPACT_RANGE: Policy = Policy {
+    max_gap: crate::value_crc::VALUE_CRC_LEN as u64,
+    min_scattered: 0.0,
+};
+
 /// Runs of at least this many values already in key order stay where they
 /// are; shorter ones move, so that a segment of scattered values empties
 /// completely and can be retired.
@@ -41,9 +66,8 @@ type Held = (Vec<u8>, Locator, Entry);
 /// One walk of T1 in key order, classifying each stored value as in a
 /// long run (kept) or scattered (moved, window by window).
 struct Walk<'a> {
-    inner: &'a Inner,
-    min_scattered: f64,
-    seg: Option<Arc<Segment>>,
+    mover: Mover<'a>,
+    policy: Policy,
     /// The current run of values lying back to back in one segment, held
     /// until it proves long enough to keep.
     run: Vec<Held>,
@@ -56,11 +80,10 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
-    fn new(inner: &'a Inner, min_scattered: f64) -> Walk<'a> {
+    fn new(inner: &'a Inner, policy: Policy) -> Walk<'a> {
         Walk {
-            inner,
-            min_scattered,
-            seg: None,
+            mover: Mover::new(inner),
+            policy,
             run: Vec::new(),
             run_end: None,
             keeping: false,
@@ -72,9 +95,9 @@ impl<'a> Walk<'a> {
 
     fn observe(&mut self, key: &[u8], l: Locator, e: Entry) {
         let off = u64::from(l.offset);
-        let adjacent = self
-            .run_end
-            .is_some_and(|(ps, pe)| ps == l.segment && off >= pe && off - pe <= IN_ORDER_GAP);
+        let adjacent = self.run_end.is_some_and(|(ps, pe)| {
+            ps == l.segment && off >= pe && off - pe <= self.policy.max_gap
+        });
         if !adjacent {
             self.end_run();
         }
@@ -100,10 +123,10 @@ impl<'a> Walk<'a> {
 
     /// Closes the window: moves its scattered values if there are enough.
     fn close_window(&mut self, rep: &mut DefragReport) -> Result<()> {
-        let enough = self.scattered.len() as f64 >= self.min_scattered * self.seen as f64;
+        let enough = self.scattered.len() as f64 >= self.policy.min_scattered * self.seen as f64;
         if enough {
             for (k, l, e) in std::mem::take(&mut self.scattered) {
-                relocate_at(self.inner, &mut self.seg, &k, l, e, rep)?;
+                self.mover.move_indexed(&k, l, e, rep)?;
             }
         } else {
             self.kept += self.scattered.len() as u64;
@@ -130,12 +153,12 @@ fn walk(
     inner: &Inner,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
-    min_scattered: f64,
+    policy: Policy,
     budget: u64,
     go_on: &dyn Fn() -> bool,
 ) -> Result<Step> {
     let mut rep = DefragReport::default();
-    let mut w = Walk::new(inner, min_scattered);
+    let mut w = Walk::new(inner, policy);
     let mut cur = inner.t1.cursor();
     match begin {
         Some(b) => cur.seek(b),
@@ -145,6 +168,8 @@ fn walk(
     while cur.valid() && end.is_none_or(|e| cur.key() < e) {
         if w.seen >= WINDOW {
             w.close_window(&mut rep)?;
+            // Values still gathered for a packed record count towards the
+            // budget only once written: at most one record over.
             if rep.moved_bytes >= budget || !go_on() {
                 resume = Some(cur.key().to_vec());
                 break;
@@ -158,6 +183,7 @@ fn walk(
     }
     w.end_run();
     w.close_window(&mut rep)?;
+    w.mover.flush(&mut rep)?;
     Ok(Step {
         rep,
         kept: w.kept,
@@ -165,9 +191,9 @@ fn walk(
     })
 }
 
-/// RocksDB's `CompactRange` for T2: rewrites every scattered stored value
-/// of `[begin, end)` in key order. Runs of [`IN_ORDER_RUN`] or more values
-/// already in key order are left in place, so a log loaded in key order
+/// RocksDB's `CompactRange` for T2: rewrites the stored values of
+/// `[begin, end)` in key order, packed. Runs of [`IN_ORDER_RUN`] or more
+/// values already packed in key order are left in place, so a second call
 /// costs a T1 walk and nothing more. Segments emptied by the rewrite are
 /// retired by the closing checkpoint; until then T2 holds both copies of
 /// what moved (up to 2x, as a RocksDB full compaction needs).
@@ -178,7 +204,7 @@ pub(crate) fn compact_range(
 ) -> Result<DefragReport> {
     let _g = inner.defrag.lock();
     let t0 = Instant::now();
-    let mut step = walk(inner, begin, end, 0.0, u64::MAX, &|| true)?;
+    let mut step = walk(inner, begin, end, COMPACT_RANGE, u64::MAX, &|| true)?;
     checkpoint_and_retire(inner, &mut step.rep)?;
     finish(inner, "compact_range", &step, t0);
     Ok(step.rep)
@@ -195,14 +221,7 @@ pub(crate) fn background_step(
 ) -> Result<Step> {
     let _g = inner.defrag.lock();
     let t0 = Instant::now();
-    let mut step = walk(
-        inner,
-        from,
-        None,
-        BACKGROUND_MIN_SCATTERED,
-        cycle_budget(inner),
-        go_on,
-    )?;
+    let mut step = walk(inner, from, None, BACKGROUND, cycle_budget(inner), go_on)?;
     if step.rep.moved_values > 0 {
         checkpoint_and_retire(inner, &mut step.rep)?;
         finish(inner, "key order (background)", &step, t0);

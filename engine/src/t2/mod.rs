@@ -2,6 +2,7 @@
 //! also the write-ahead log.
 
 pub mod log;
+pub(crate) mod packed;
 pub(crate) mod readahead;
 pub mod record;
 pub mod scan;

@@ -23,6 +23,9 @@ pub enum Kind {
     /// thereby knows the next segment existed: if it is missing, its writes
     /// were lost, which is reported instead of passing silently.
     Seal = 3,
+    /// Many values moved by defragment or the key-order pass, back to back,
+    /// then a directory of their keys (`t2/packed.rs`).
+    Packed = 4,
 }
 
 impl Kind {
@@ -31,6 +34,7 @@ impl Kind {
             1 => Some(Kind::Batch),
             2 => Some(Kind::Relocation),
             3 => Some(Kind::Seal),
+            4 => Some(Kind::Packed),
             _ => None,
         }
     }
@@ -41,7 +45,8 @@ impl Kind {
 pub struct Header {
     /// Record kind.
     pub kind: Kind,
-    /// Batch: number of operations; relocation: key length.
+    /// Batch: number of operations; relocation: key length; packed: number
+    /// of values.
     pub count_or_key_len: u32,
     /// Body length in bytes (padding excluded).
     pub body_len: u32,
@@ -51,7 +56,8 @@ pub struct Header {
     pub lsn: u64,
     /// Logical version of the data (equals `lsn` except for relocations).
     pub seq: u64,
-    /// Relocation: the old locator's segment (high 32) and offset (low 32).
+    /// Relocation: the old locator's segment (high 32) and offset (low 32);
+    /// packed: the length of the values part of the body.
     pub extra: u64,
 }
 

@@ -1,0 +1,149 @@
+//! Moving live values to the log's tail, for defragment and the key-order
+//! pass. Values are gathered into packed records (`t2/packed.rs`) of up to
+//! [`PACK_MAX_BODY`] bytes, so moved values lie back to back without a
+//! header and key between every two; T1 is pointed at a value's new copy
+//! only once its record is in the log, and only if T1 still points where
+//! the value was read (a concurrent overwrite wins).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::DefragReport;
+use crate::db::Inner;
+use crate::error::{Error, Result};
+use crate::index::{Entry, Locator, Payload};
+use crate::stats::live_cost;
+use crate::t2::packed::{self, Builder};
+use crate::t2::record::Kind;
+use crate::t2::segment::Segment;
+
+/// Largest packed body. Every record's directory sits between its values
+/// and the next record's, so a scan crossing it issues a second read; at
+/// 1 MiB that is one scan of 100 512-byte values in twenty. A record that
+/// does not fit the active segment's tail rolls the log over, wasting on
+/// average half a record: 0.8% of a 64 MiB segment.
+const PACK_MAX_BODY: usize = 1 << 20;
+
+/// Gathers moved values and writes them as packed records.
+pub(crate) struct Mover<'a> {
+    inner: &'a Inner,
+    packed: Builder,
+    limit: usize,
+    /// The segment of the last value read, reused while values share one.
+    seg: Option<Arc<Segment>>,
+}
+
+impl<'a> Mover<'a> {
+    pub(crate) fn new(inner: &'a Inner) -> Mover<'a> {
+        Mover {
+            inner,
+            packed: Builder::default(),
+            limit: PACK_MAX_BODY.min(inner.log.max_body() / 8).max(1),
+            seg: None,
+        }
+    }
+
+    /// Moves the value T1's entry `e` for `key` points at (`l`).
+    pub(crate) fn move_indexed(
+        &mut self,
+        key: &[u8],
+        l: Locator,
+        e: Entry,
+        rep: &mut DefragReport,
+    ) -> Result<()> {
+        if self.seg.as_ref().map(|s| s.id) != Some(l.segment) {
+            self.seg = self.inner.log.segment(l.segment);
+        }
+        let Some(seg) = self.seg.clone() else {
+            return Ok(());
+        };
+        match seg.bytes(l.offset as usize, l.len as usize) {
+            Some(value) => self.push(key, value, &seg, l.offset as usize, e, rep),
+            None => Ok(()),
+        }
+    }
+
+    /// Moves `value`, found at `off` in `seg` by a walk of its records, if
+    /// T1 still points there for `key`.
+    pub(crate) fn move_if_live(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        seg: &Segment,
+        off: usize,
+        rep: &mut DefragReport,
+    ) -> Result<()> {
+        match self.inner.t1.get(key) {
+            Some(e) => self.push(key, value, seg, off, e, rep),
+            None => Ok(()),
+        }
+    }
+
+    fn push(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        seg: &Segment,
+        off: usize,
+        e: Entry,
+        rep: &mut DefragReport,
+    ) -> Result<()> {
+        let Payload::Stored(old) = e.payload else {
+            return Ok(());
+        };
+        if old.segment != seg.id || old.offset as usize != off || old.len as usize != value.len() {
+            return Ok(());
+        }
+        // Copying a damaged value would give it a fresh, valid checksum.
+        let crc = crate::value_crc::verify(seg, off, value)?;
+        let more = Builder::cost(key.len(), value.len());
+        if !self.packed.is_empty() && self.packed.body_len() + more > self.limit {
+            self.flush(rep)?;
+        }
+        self.packed.push(key, e.seq, old, crc, value);
+        Ok(())
+    }
+
+    /// Writes what was gathered and points T1 at the new copies. Must run
+    /// before the caller checkpoints: values still gathered have not moved.
+    pub(crate) fn flush(&mut self, rep: &mut DefragReport) -> Result<()> {
+        if self.packed.is_empty() {
+            return Ok(());
+        }
+        let inner = self.inner;
+        let b = &self.packed;
+        // Under the gate: checkpoint_and_retire drains it to see every
+        // segment's live bytes final.
+        let _g = inner.gate.read();
+        let a = inner.log.append_with_crc(
+            Kind::Packed,
+            b.count(),
+            Some(b.max_seq()),
+            b.values().len() as u64,
+            &[b.values(), b.dir()],
+            b.body_crc(),
+        )?;
+        for e in packed::entries(b.count(), b.values().len(), b.dir()) {
+            let e = e.map_err(|at| {
+                Error::Corruption(format!(
+                    "internal: packed directory built malformed at {at}"
+                ))
+            })?;
+            crate::failpoint::hit("defragment.relocated");
+            let new = Locator {
+                segment: a.seg.id,
+                offset: (a.body_off + e.value_off) as u32,
+                len: e.old.len,
+            };
+            if inner.t1.relocate(e.key, e.seq, e.old, new) {
+                let cost = live_cost(e.key.len(), e.old.len as usize);
+                inner.adjust(e.old.segment, -cost);
+                a.seg.live.fetch_add(cost, Ordering::Relaxed);
+                rep.moved_values += 1;
+                rep.moved_bytes += (e.key.len() + e.old.len as usize) as u64;
+            }
+        }
+        self.packed.clear();
+        Ok(())
+    }
+}

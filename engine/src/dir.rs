@@ -1,10 +1,13 @@
 //! The database directory: validation (only the engine's own files), the
 //! `LOCK` file, and classification of file names.
 
+use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
+
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::t2::segment;
@@ -96,18 +99,39 @@ pub fn prepare(path: &Path, create_if_missing: bool, error_if_exists: bool) -> R
     Ok(l)
 }
 
-/// Holds `LOCK` with `flock(LOCK_EX)` for the lifetime of the database.
-/// `flock` locks belong to the open file description, so a second open in
-/// the same process conflicts too.
+/// Directories (device, inode) whose `LOCK` this process holds. POSIX
+/// record locks belong to the process, so a second open in this process
+/// would be granted the lock it already holds, and closing that second
+/// descriptor would release the first one's lock: the registry refuses the
+/// second open before it opens the file.
+static LOCKED: Mutex<BTreeSet<(u64, u64)>> = Mutex::new(BTreeSet::new());
+
+/// Holds `LOCK` with a POSIX write lock (`fcntl(F_SETLK)`) for the lifetime
+/// of the database. Unlike an `flock`, which belongs to the open file
+/// description, it is not inherited by a child process: with `flock`, a
+/// child forked by any thread while the database was open held the lock
+/// until it exec'd, and a close and reopen in that window got `Busy`
+/// (seen in CI, with a test spawning `mount`). RocksDB locks the same way.
 #[derive(Debug)]
 pub struct DirLock {
-    _file: File,
+    file: Option<File>,
+    key: (u64, u64),
 }
 
 impl DirLock {
     /// Takes the lock or fails with `Busy`.
     pub fn acquire(dir: &Path) -> Result<DirLock> {
         let path = dir.join(LOCK_NAME);
+        let md = std::fs::metadata(dir)
+            .map_err(|e| Error::io(format!("stat of {}", dir.display()), e))?;
+        let key = (md.dev(), md.ino());
+        let mut locked = LOCKED.lock();
+        if locked.contains(&key) {
+            return Err(Error::Busy(format!(
+                "{} is locked by a database already open in this process",
+                path.display()
+            )));
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -116,18 +140,40 @@ impl DirLock {
             .mode(0o644)
             .open(&path)
             .map_err(|e| Error::io(format!("opening lock file {}", path.display()), e))?;
-        // SAFETY: plain syscall on an fd we own.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        // SAFETY: `flock` is a plain C struct for which all-zero bytes are
+        // a valid value; the fields that matter are set below.
+        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+        fl.l_type = libc::F_WRLCK as libc::c_short;
+        fl.l_whence = libc::SEEK_SET as libc::c_short;
+        // l_start = l_len = 0: the whole file.
+        // SAFETY: fcntl on an fd this function owns, with a pointer to a
+        // live, initialised `flock`.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &fl) };
         if rc != 0 {
             let err = std::io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            if matches!(err.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) {
                 return Err(Error::Busy(format!(
-                    "{} is locked by another open database (this or another process)",
+                    "{} is locked by a database open in another process",
                     path.display()
                 )));
             }
             return Err(Error::io(format!("locking {}", path.display()), err));
         }
-        Ok(DirLock { _file: file })
+        locked.insert(key);
+        Ok(DirLock {
+            file: Some(file),
+            key,
+        })
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let mut locked = LOCKED.lock();
+        // Close (releasing the lock) before the directory leaves the
+        // registry: an open in this process in between could otherwise
+        // take the lock and then lose it to this close.
+        drop(self.file.take());
+        locked.remove(&self.key);
     }
 }

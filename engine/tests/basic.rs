@@ -183,6 +183,86 @@ fn second_open_is_busy_and_lock_is_released_on_drop() {
     let _db = open(dir.path());
 }
 
+/// Whether a process other than this one can take `LOCK`'s write lock
+/// right now. The child is forked and only makes async-signal-safe calls.
+fn another_process_can_lock(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.join("LOCK").as_os_str().as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    // SAFETY: the child only calls open, fcntl and _exit (async-signal-safe)
+    // on data prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: as above; `fl` is a plain C struct, valid when zeroed.
+        unsafe {
+            let fd = libc::open(path.as_ptr(), libc::O_RDWR);
+            let mut fl: libc::flock = std::mem::zeroed();
+            fl.l_type = libc::F_WRLCK as libc::c_short;
+            fl.l_whence = libc::SEEK_SET as libc::c_short;
+            let code = if fd < 0 {
+                2
+            } else if libc::fcntl(fd, libc::F_SETLK, &fl) == 0 {
+                0
+            } else {
+                1
+            };
+            libc::_exit(code);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(rc, pid);
+    assert!(libc::WIFEXITED(status), "child status {status}");
+    let code = libc::WEXITSTATUS(status);
+    assert_ne!(code, 2, "the child could not open LOCK");
+    code == 0
+}
+
+/// A second open in the same process is refused before it touches `LOCK`:
+/// with process-owned locks, closing its descriptor would have released
+/// the first database's lock, and another process could then open it too.
+#[test]
+fn a_refused_second_open_leaves_the_lock_held_against_other_processes() {
+    let dir = tmp();
+    let db = open(dir.path());
+    assert!(!another_process_can_lock(dir.path()));
+    for _ in 0..3 {
+        assert!(matches!(Db::open(dir.path(), opts()), Err(Error::Busy(m)) if m.contains("LOCK")));
+    }
+    assert!(!another_process_can_lock(dir.path()));
+    drop(db);
+    assert!(another_process_can_lock(dir.path()));
+}
+
+/// A child process forked while the database is open, still running and
+/// never exec'ing, does not hold the lock: a close and an immediate reopen
+/// succeed. (An `flock` would be shared with the child.)
+#[test]
+fn a_forked_child_does_not_keep_the_database_locked() {
+    let dir = tmp();
+    let db = open(dir.path());
+    // SAFETY: the child only sleeps and exits (async-signal-safe).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: as above.
+        unsafe {
+            libc::sleep(30);
+            libc::_exit(0);
+        }
+    }
+    drop(db);
+    let reopened = Db::open(dir.path(), opts());
+    // SAFETY: signals and reaps the child forked above.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    assert!(reopened.is_ok(), "{:?}", reopened.err());
+}
+
 #[test]
 fn bad_directories_are_typed_errors_naming_the_path() {
     let dir = tmp();

@@ -23,11 +23,11 @@ struct Tmpfs {
     _serial: MutexGuard<'static, ()>,
 }
 
-/// The tests run `mount` and `umount` as child processes. A child spawned
-/// while another test has a database open holds a copy of the descriptor
-/// of that database's `LOCK` (an `flock` is held by the open file
-/// description) until it execs, so a reopen right after a close could find
-/// the lock still taken: `Busy`, seen once in CI. One test at a time.
+/// The tests mount and unmount tmpfs instances; they run one at a time so
+/// that a mount never races another test's unmount. (They once also raced
+/// on `LOCK`, when it was an `flock` that a spawned `mount` inherited until
+/// it exec'd; the lock is now a POSIX record lock, which children do not
+/// inherit.)
 static SERIAL: Mutex<()> = Mutex::new(());
 
 impl Tmpfs {

@@ -79,9 +79,14 @@ pub struct Iter<'a> {
     /// Entries the next readahead covers: 16, doubling to 256, as
     /// RocksDB's iterator readahead grows.
     ahead_window: usize,
-    /// A readahead window since the last seek found nothing to read (all
-    /// values inline or resident): the scan is warm, and walking T1 a
-    /// second time per window would only double its cost. Reset by a seek.
+    /// A readahead window of small values since the last seek found
+    /// nothing to read (all values inline or resident): the scan is warm,
+    /// and walking T1 a second time per window would only double its cost.
+    /// Reset by a seek. Windows of values of a page or more keep being
+    /// checked: the walk costs little next to their bytes, and a scan that
+    /// starts in cached pages and runs into cold ones would otherwise fault
+    /// each value page by page (64 KiB values in a 384 MiB cgroup, 4
+    /// threads: 25% slower).
     ahead_off: bool,
 }
 
@@ -90,6 +95,9 @@ const AHEAD_MAX: usize = 256;
 /// Values closer than this are read ahead as one run (RocksDB's default
 /// `io_coalesce_threshold`).
 const AHEAD_COALESCE: u64 = 16 * 1024;
+/// Windows whose values average at least this many bytes are checked
+/// again even after one was found warm (see `ahead_off`).
+const AHEAD_LARGE_VALUE: u64 = 4096;
 
 impl<'a> Iter<'a> {
     pub(crate) fn new(inner: &'a Inner, bounds: Bounds, verify: bool) -> Self {
@@ -125,6 +133,7 @@ impl<'a> Iter<'a> {
         let mut segs: Vec<Arc<Segment>> = Vec::new();
         let mut values = Vec::with_capacity(self.ahead_window);
         let mut last = None;
+        let mut bytes = 0u64;
         for _ in 0..self.ahead_window {
             if !c.valid() || !self.bounds.contains(c.key()) {
                 break;
@@ -139,14 +148,16 @@ impl<'a> Iter<'a> {
                 };
                 if let Some(i) = idx {
                     values.push((i as u32, l.offset, l.len));
+                    bytes += u64::from(l.len);
                 }
             }
             last = Some(c.key().to_vec());
             c.next();
         }
+        let small = bytes < AHEAD_LARGE_VALUE * values.len() as u64;
         let runs = crate::t2::readahead::runs(values, AHEAD_COALESCE);
-        self.ahead_off =
-            !crate::t2::readahead::advise(&runs, |i| segs.get(i as usize).map(|s| &**s));
+        let advised = crate::t2::readahead::advise(&runs, |i| segs.get(i as usize).map(|s| &**s));
+        self.ahead_off = !advised && small;
         // Past the end of the bounds there is nothing more to read ahead.
         self.ahead_to = Some(last.unwrap_or_else(|| self.cur.key().to_vec()));
         self.ahead_window = (self.ahead_window * 2).min(AHEAD_MAX);

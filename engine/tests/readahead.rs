@@ -56,3 +56,50 @@ fn a_forward_scan_reads_ahead_of_the_entries_it_touched() {
     assert_eq!(n, 1000);
     it.status().unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// A scan that starts in cached pages and runs into cold ones keeps
+/// reading ahead when its values are a page or more: the first window
+/// finding everything resident must not turn readahead off for the rest
+/// of the scan (each cold value would then be faulted page by page).
+#[test]
+fn a_warm_start_does_not_stop_readahead_for_large_values() {
+    let dir = tmp();
+    let db = open(dir.path());
+    for i in 0..400u64 {
+        db.put(&key(i), &value(i, 0, 8000))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    for s in db.segments() {
+        residency::evict(&s).unwrap_or_else(|e| panic!("{e}"));
+    }
+    // Keys 100..=140 cached, the rest cold.
+    for i in 100..=140u64 {
+        assert_eq!(db.get(&key(i)).ok().flatten(), Some(value(i, 0, 8000)));
+    }
+    let mut it = db.iter(Bounds::all());
+    it.seek(&key(100));
+    // The first window (keys 102..=117) finds only cached pages; stepping
+    // past it reads the next one (32 keys from 117: 141..=148 are cold,
+    // two pages each).
+    for _ in 0..20 {
+        it.next();
+    }
+    assert_eq!(it.key(), key(120).as_slice());
+    let before = resident_pages(&db);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while resident_pages(&db) < before + 12 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let after = resident_pages(&db);
+    assert!(
+        after >= before + 12,
+        "no readahead into the cold keys after a warm window: {before} -> {after} pages"
+    );
+    let mut n = 120;
+    while it.valid() {
+        assert_eq!(it.value(), value(n, 0, 8000).as_slice());
+        n += 1;
+        it.next();
+    }
+    assert_eq!(n, 400);
+}

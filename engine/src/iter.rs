@@ -154,7 +154,8 @@ impl<'a> Iter<'a> {
             last = Some(c.key().to_vec());
             c.next();
         }
-        let small = bytes < AHEAD_LARGE_VALUE * values.len() as u64;
+        // A window of inline values only has nothing to read at all.
+        let small = bytes < AHEAD_LARGE_VALUE * values.len().max(1) as u64;
         let runs = crate::t2::readahead::runs(values, AHEAD_COALESCE);
         let advised = crate::t2::readahead::advise(&runs, |i| segs.get(i as usize).map(|s| &**s));
         self.ahead_off = !advised && small;

@@ -1,6 +1,6 @@
 //! Differential fuzzing of vmemkv against a BTreeMap model: put, delete,
 //! batch, get, bounded iteration with direction changes, multi_scan,
-//! checkpoint, defragment, reorganize and reopen.
+//! checkpoint, defragment, reorganize, compact_range and reopen.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -66,7 +66,8 @@ fn maintenance(r: vmemkv_compat::Result<()>, what: &str) {
 /// Engine options used by the fuzzer: small segments so that rollover and
 /// defragment happen within a short input, and no background threads, so
 /// that an input replays the same way every time (the input's own
-/// checkpoint, defragment and reorganize steps drive maintenance).
+/// checkpoint, defragment, reorganize and compact_range steps drive
+/// maintenance).
 pub fn fuzz_options(kind: EngineKind) -> EngineOptions {
     let opts = EngineOptions::default();
     match kind {
@@ -181,7 +182,17 @@ pub fn run(kind: EngineKind, data: &[u8]) {
             }
             12 => maintenance(db.checkpoint(), "checkpoint"),
             13 => maintenance(db.defragment(), "defragment"),
-            14 => maintenance(db.reorganize(), "reorganize"),
+            14 => match input.byte() % 3 {
+                0 => maintenance(db.reorganize(), "reorganize"),
+                // compact_range rewrites values into packed records; a
+                // whole-keyspace one packs everything once.
+                1 => maintenance(db.compact_range(None, None), "compact_range"),
+                _ => {
+                    let (a, c) = (input.key(), input.key());
+                    let (lo, hi) = if a <= c { (a, c) } else { (c, a) };
+                    maintenance(db.compact_range(Some(&lo), Some(&hi)), "compact_range");
+                }
+            },
             _ => {
                 drop(db);
                 db = open();

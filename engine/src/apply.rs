@@ -121,6 +121,26 @@ pub(crate) fn relocation_old(h: &Header) -> Locator {
     }
 }
 
+/// Points `key` (version `seq`) at its moved copy `new` if T1 still holds
+/// it at `old`, moving its live bytes along; a write since (or, on replay,
+/// a later record) makes it a no-op. Returns whether it moved.
+pub(crate) fn relocate(
+    t1: &T1,
+    key: &[u8],
+    seq: u64,
+    old: Locator,
+    new: Locator,
+    adjust: Adjust<'_>,
+) -> bool {
+    let moved = t1.relocate(key, seq, old, new);
+    if moved {
+        let cost = live_cost(key.len(), old.len as usize);
+        adjust(old.segment, -cost);
+        adjust(new.segment, cost);
+    }
+    moved
+}
+
 /// Replays one record found by recovery.
 pub(crate) fn replay_record(
     t1: &T1,
@@ -151,10 +171,7 @@ pub(crate) fn replay_record(
                 offset: (body_off + kl + crate::value_crc::VALUE_CRC_LEN) as u32,
                 len: old.len,
             };
-            if t1.relocate(key, h.seq, old, new) {
-                adjust(old.segment, -live_cost(kl, old.len as usize));
-                adjust(seg_id, live_cost(kl, old.len as usize));
-            }
+            relocate(t1, key, h.seq, old, new, adjust);
             Ok(())
         }
         crate::t2::record::Kind::Packed => {
@@ -165,16 +182,7 @@ pub(crate) fn replay_record(
                         seg_path.display()
                     ))
                 })?;
-                let new = Locator {
-                    segment: seg_id,
-                    offset: (body_off + e.value_off) as u32,
-                    len: e.old.len,
-                };
-                if t1.relocate(e.key, e.seq, e.old, new) {
-                    let cost = live_cost(e.key.len(), e.old.len as usize);
-                    adjust(e.old.segment, -cost);
-                    adjust(seg_id, cost);
-                }
+                relocate(t1, e.key, e.seq, e.old, e.located(seg_id, body_off), adjust);
             }
             Ok(())
         }

@@ -14,19 +14,30 @@ fn resident_pages(db: &vmemkv::Db) -> usize {
         .sum()
 }
 
+fn evict_all(db: &vmemkv::Db) {
+    for s in db.segments() {
+        residency::evict(&s).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// Waits (up to 5 s) for at least `pages` resident pages, which readahead
+/// brings in asynchronously; returns the count reached.
+fn wait_for_resident(db: &vmemkv::Db, pages: usize) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while resident_pages(db) < pages && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    resident_pages(db)
+}
+
 #[test]
 fn a_forward_scan_reads_ahead_of_the_entries_it_touched() {
     let dir = tmp();
     let db = open(dir.path());
-    for i in 0..1000u64 {
-        db.put(&key(i), &value(i, 0, 3000))
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
+    put_range(&db, 1000, 0, 3000);
     let mut it = db.iter(Bounds::all());
     // A point seek alone is not a scan: nothing beyond it is read.
-    for s in db.segments() {
-        residency::evict(&s).unwrap_or_else(|e| panic!("{e}"));
-    }
+    evict_all(&db);
     it.seek(&key(100));
     assert!(it.valid());
     std::thread::sleep(std::time::Duration::from_millis(200));
@@ -36,11 +47,7 @@ fn a_forward_scan_reads_ahead_of_the_entries_it_touched() {
     // values, ~1 page each) are advised without being touched.
     it.next();
     it.next();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while resident_pages(&db) < after_seek + 12 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let ahead = resident_pages(&db);
+    let ahead = wait_for_resident(&db, after_seek + 12);
     assert!(
         ahead >= after_seek + 12,
         "no readahead: {ahead} pages resident after a 3-entry scan"
@@ -65,13 +72,8 @@ fn a_forward_scan_reads_ahead_of_the_entries_it_touched() {
 fn a_warm_start_does_not_stop_readahead_for_large_values() {
     let dir = tmp();
     let db = open(dir.path());
-    for i in 0..400u64 {
-        db.put(&key(i), &value(i, 0, 8000))
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
-    for s in db.segments() {
-        residency::evict(&s).unwrap_or_else(|e| panic!("{e}"));
-    }
+    put_range(&db, 400, 0, 8000);
+    evict_all(&db);
     // Keys 100..=140 cached, the rest cold.
     for i in 100..=140u64 {
         assert_eq!(db.get(&key(i)).ok().flatten(), Some(value(i, 0, 8000)));
@@ -86,11 +88,7 @@ fn a_warm_start_does_not_stop_readahead_for_large_values() {
     }
     assert_eq!(it.key(), key(120).as_slice());
     let before = resident_pages(&db);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while resident_pages(&db) < before + 12 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let after = resident_pages(&db);
+    let after = wait_for_resident(&db, before + 12);
     assert!(
         after >= before + 12,
         "no readahead into the cold keys after a warm window: {before} -> {after} pages"

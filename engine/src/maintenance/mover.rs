@@ -5,14 +5,12 @@
 //! only once its record is in the log, and only if T1 still points where
 //! the value was read (a concurrent overwrite wins).
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::DefragReport;
 use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::index::{Entry, Locator, Payload};
-use crate::stats::live_cost;
 use crate::t2::packed::{self, Builder};
 use crate::t2::record::Kind;
 use crate::t2::segment::Segment;
@@ -130,15 +128,10 @@ impl<'a> Mover<'a> {
                 ))
             })?;
             crate::failpoint::hit("defragment.relocated");
-            let new = Locator {
-                segment: a.seg.id,
-                offset: (a.body_off + e.value_off) as u32,
-                len: e.old.len,
-            };
-            if inner.t1.relocate(e.key, e.seq, e.old, new) {
-                let cost = live_cost(e.key.len(), e.old.len as usize);
-                inner.adjust(e.old.segment, -cost);
-                a.seg.live.fetch_add(cost, Ordering::Relaxed);
+            let new = e.located(a.seg.id, a.body_off);
+            if crate::apply::relocate(&inner.t1, e.key, e.seq, e.old, new, &|id, d| {
+                inner.adjust(id, d)
+            }) {
                 rep.moved_values += 1;
                 rep.moved_bytes += (e.key.len() + e.old.len as usize) as u64;
             }

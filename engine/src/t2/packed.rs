@@ -37,6 +37,18 @@ pub(crate) struct Entry<'a> {
     pub value_off: usize,
 }
 
+impl Entry<'_> {
+    /// The value's locator in a record whose body starts at `body_off` of
+    /// segment `segment`.
+    pub(crate) fn located(&self, segment: u32, body_off: usize) -> Locator {
+        Locator {
+            segment,
+            offset: (body_off + self.value_off) as u32,
+            len: self.old.len,
+        }
+    }
+}
+
 /// The entries of a packed body whose values part is `values_len` bytes
 /// and whose directory is `dir`. An `Err` carries the body offset where
 /// the directory stops making sense; nothing after it is yielded.

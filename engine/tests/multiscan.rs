@@ -435,6 +435,50 @@ fn auto_mode_reads_a_partly_overlapping_window_directly() {
     assert_eq!(again.readmitted_windows, 1, "{again:?}");
 }
 
+/// Once Auto scans have read a quarter of a log that fits in memory they
+/// are re-reading it, so later scans advise every window into the page
+/// cache, data never read before included, and a long run warms up as
+/// the synchronous path's does. Until then new data is read directly.
+#[test]
+fn auto_mode_caches_new_data_once_scans_have_read_a_quarter_of_the_log() {
+    let st = store_with(1 << 20);
+    let m = load_sequential(&st, 1000, 700);
+    assert_eq!(st.log.approx_total_bytes(), 1 << 20, "one segment");
+    let auto = |a: u32| {
+        async_in(
+            BufferMode::Auto,
+            vec![ScanRange::new(&key(a), &key(a + 100))],
+        )
+    };
+    let check = |a: u32| {
+        let (r, s) = run(&st, &auto(a));
+        assert_eq!(r, model_scan(&m, &[ScanRange::new(&key(a), &key(a + 100))]));
+        s
+    };
+    st.evict();
+    // Each scan reads ~80 KiB, 8% of the log, none of it read before.
+    for a in [0, 100] {
+        let s = check(a);
+        assert_eq!(s.readmitted_windows, 0, "scan at {a}: {s:?}");
+        assert_eq!(s.buffered_values, 100, "scan at {a}: {s:?}");
+    }
+    check(200);
+    check(300);
+    // A third of the log read: new data goes through the page cache...
+    let s = check(500);
+    assert!(s.reads > 0, "{s:?}");
+    assert_eq!(s.readmitted_windows, 1, "{s:?}");
+    assert_eq!(s.buffered_values, 0, "{s:?}");
+    // ...and stays there.
+    let warm = check(500);
+    assert_eq!(warm.reads, 0, "{warm:?}");
+    // Data read directly before is advised too, though it was read once
+    // only (the 90% rule alone would wait for a second read).
+    let s = check(0);
+    assert_eq!(s.readmitted_windows, 1, "{s:?}");
+    assert_eq!(s.buffered_values, 0, "{s:?}");
+}
+
 #[test]
 fn prefetch_limit_continues_synchronously() {
     let st = store();

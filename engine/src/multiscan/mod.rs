@@ -78,9 +78,12 @@
 //!   When the log fits in half of the page cache the process can expect,
 //!   a window whose bytes were read in the recent past goes through the
 //!   page cache instead (module `admission`), so data scanned again warms
-//!   up while one-off scans do not evict anything. A larger log is always
-//!   read directly (caching it would only evict pages before their next
-//!   use).
+//!   up while one-off scans do not evict anything; and once scans have
+//!   read a quarter of such a log, they are re-reading it, and every
+//!   window goes through the page cache (10 s cold-start runs of the
+//!   issue's shape at 2 threads: 2.5-2.9k -> 5.7-6.3k ops/s, sync 4.3-4.9k;
+//!   short runs unchanged). A larger log is always read directly (caching
+//!   it would only evict pages before their next use).
 //!
 //! Cold db_bench `multiscan`, 15 x 100 keys, 5M x 512 B, 1 thread,
 //! page cache dropped, interleaved runs (ops/s): key-order data 1044-1147
@@ -167,8 +170,9 @@ pub enum BufferMode {
     /// [`Self::Direct`]; but when the value log fits in half of the page
     /// cache the process can expect (`membudget`), a window of entries
     /// whose bytes a scan read recently is advised into the page cache
-    /// instead, so that data scanned again warms up (module `admission`).
-    /// The default.
+    /// instead, so that data scanned again warms up, and so is every
+    /// window once scans have read a quarter of the log (module
+    /// `admission`). The default.
     #[default]
     Auto,
     /// `IORING_OP_READ` into buffers owned by the scan; values are served
@@ -194,17 +198,20 @@ impl BufferMode {
     }
 
     /// How the reader fetches extents in this mode (`Auto` decided for
-    /// `log`), and whether re-read windows go through the page cache
-    /// (module `admission`).
-    fn resolve(self, log: &Log) -> (uring::Mode, bool) {
+    /// `log`), and, when windows may go through the page cache instead
+    /// (module `admission`), the size of the log.
+    fn resolve(self, log: &Log) -> (uring::Mode, Option<u64>) {
         match self {
-            BufferMode::Auto => (
-                uring::Mode::Direct,
-                log.approx_total_bytes() <= ahead::page_cache() / 2,
-            ),
-            BufferMode::Owned => (uring::Mode::Read, false),
-            BufferMode::Direct => (uring::Mode::Direct, false),
-            BufferMode::PageCache => (uring::Mode::Advise, false),
+            BufferMode::Auto => {
+                let size = log.approx_total_bytes();
+                (
+                    uring::Mode::Direct,
+                    (size <= ahead::page_cache() / 2).then_some(size),
+                )
+            }
+            BufferMode::Owned => (uring::Mode::Read, None),
+            BufferMode::Direct => (uring::Mode::Direct, None),
+            BufferMode::PageCache => (uring::Mode::Advise, None),
         }
     }
 }
@@ -392,6 +399,15 @@ pub struct MultiScanIter<'a> {
     ahead_limit: u64,
 }
 
+impl Drop for MultiScanIter<'_> {
+    fn drop(&mut self) {
+        // What this scan planned counts toward re-reading the log.
+        if let Some(io) = &self.io {
+            self.log.scanned.add(io.planner.scanned);
+        }
+    }
+}
+
 fn max_lower(a: &[u8], b: Option<&[u8]>) -> Vec<u8> {
     b.map_or(a, |b| a.max(b)).to_vec()
 }
@@ -454,7 +470,8 @@ pub(crate) fn multi_scan_with<'a>(
                 args.max_prefetch_size,
                 reader.keeps_buffers(),
                 mode == uring::Mode::Direct,
-                admit,
+                admit.is_some(),
+                admit.is_some_and(|size| log.scanned.rereading(size)),
             ),
             reader,
             extents: Vec::new(),

@@ -254,10 +254,13 @@ pub(crate) struct Planner {
     whole_values: bool,
     /// Those reads are `O_DIRECT`: extents follow its alignment.
     direct: bool,
-    /// `BufferMode::Auto`'s admission: a window whose bytes were read
-    /// recently is advised into the page cache instead (module
-    /// `admission`).
+    /// `BufferMode::Auto`'s admission: a window is advised into the page
+    /// cache instead when its bytes were read recently, or always once
+    /// scans are `rereading` the log (module `admission`).
     admit: bool,
+    rereading: bool,
+    /// Bytes of the windows planned under admission.
+    pub scanned: u64,
     /// Windows planned through the page cache by that rule.
     pub readmitted: u64,
     windows: usize,
@@ -279,6 +282,7 @@ impl Planner {
         whole_values: bool,
         direct: bool,
         admit: bool,
+        rereading: bool,
     ) -> Planner {
         let hinted = WARM_HINT.with(|h| h.get());
         Planner {
@@ -301,6 +305,8 @@ impl Planner {
             whole_values,
             direct,
             admit,
+            rereading,
+            scanned: 0,
             readmitted: 0,
             windows: 0,
             sample: SCANS.with(|c| {
@@ -494,9 +500,9 @@ struct Span {
 
 impl Planner {
     /// Marks the pages `spans` need as read (module `admission`) and
-    /// returns whether nearly all of them (90%) were read recently: then
-    /// the window goes through the page cache, so that data scanned again
-    /// warms up.
+    /// returns whether the window goes through the page cache, so that
+    /// data scanned again warms up: when nearly all of its pages (90%) were
+    /// read recently, or scans are re-reading the log anyway.
     fn read_recently(&mut self, spans: &[Span], segs: &SegTable) -> bool {
         let (mut seen, mut total) = (0usize, 0usize);
         // Neighbouring values share pages: count each page once.
@@ -523,10 +529,12 @@ impl Planner {
         // (random ranges do, more and more as a run goes on) stays direct;
         // with "most" the rw data at 2 threads lost 12% to page-cache
         // reads of half-new windows.
-        let again = seen * 10 >= total * 9;
+        let bytes = (total * PAGE) as u64;
+        self.scanned += bytes;
+        let again = self.rereading || seen * 10 >= total * 9;
         self.readmitted += u64::from(again);
         if !again {
-            super::admission::read_directly((total * PAGE) as u64, super::ahead::page_cache() / 2);
+            super::admission::read_directly(bytes, super::ahead::page_cache() / 2);
         }
         again
     }

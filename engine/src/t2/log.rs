@@ -68,6 +68,9 @@ pub struct Log {
     pub sync_counters: SyncCounters,
     /// Nanoseconds spent creating segments at rollover, worst case.
     pub max_rollover_ns: AtomicU64,
+    /// How much of the log MultiScans have read (their page-cache
+    /// admission, `multiscan::admission`).
+    pub(crate) scanned: crate::multiscan::admission::Scanned,
 }
 
 impl Log {
@@ -104,6 +107,7 @@ impl Log {
             appended: AtomicU64::new(0),
             sync_counters: SyncCounters::default(),
             max_rollover_ns: AtomicU64::new(0),
+            scanned: Default::default(),
         })
     }
 

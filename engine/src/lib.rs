@@ -31,6 +31,7 @@ mod value_crc;
 
 pub use batch::WriteBatch;
 pub use db::{Db, WriteOptions};
+pub use dir::DirLock;
 pub use error::{Error, Result};
 pub use iter::{Bounds, Iter};
 pub use maintenance::DefragReport;

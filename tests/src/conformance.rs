@@ -681,7 +681,8 @@ pub fn persistence(h: &Harness) {
 }
 
 /// A second open of the same path fails while the first is open, with an
-/// error that names the lock; after close, opening works again.
+/// error that names the lock; after close, opening works again, even while
+/// a child forked during the open lives.
 pub fn locking(h: &Harness) {
     let first = h.open();
     put(first.as_ref(), b"k", b"v");
@@ -700,6 +701,29 @@ pub fn locking(h: &Harness) {
     drop(first);
     let again = h.open();
     assert_eq!(get(again.as_ref(), b"k").as_deref(), Some(&b"v"[..]));
+    // A child forked while the database is open (any thread may spawn a
+    // process) must not keep it locked after the parent closes it: an
+    // `flock` would be inherited, a POSIX record lock is not.
+    // SAFETY: the child only sleeps and exits (async-signal-safe).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: as above.
+        unsafe {
+            libc::sleep(30);
+            libc::_exit(0);
+        }
+    }
+    drop(again);
+    let reopened = h.try_open();
+    // SAFETY: signals and reaps the child forked above.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    if let Err(e) = reopened {
+        panic!("{}: reopen while a forked child lives: {e}", h.name);
+    }
 }
 
 /// Maintenance calls either work or say NotSupported; data stays intact.

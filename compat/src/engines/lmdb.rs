@@ -22,10 +22,9 @@
 //!   the map size.
 //! * MultiScan: the trait's default, one read transaction and cursor per
 //!   range.
-//! * A second open of the same directory fails with `Busy` (an exclusive
-//!   `flock` on `<dir>/LOCK`).
+//! * A second open of the same directory fails with `Busy`: `<dir>/LOCK`
+//!   is held the way vmemkv holds its own ([`vmemkv::DirLock`]).
 
-mod dirlock;
 mod iter;
 
 use std::ops::Bound;
@@ -38,11 +37,11 @@ use heed::{
     WithoutTls,
 };
 
-use self::dirlock::DirLock;
 use crate::{
     check_sizes, BatchOp, Db, DbIterator, EngineOptions, Error, Limits, OptionMap, ReadOptions,
     Result, WriteBatch, WriteOptions,
 };
+use vmemkv::DirLock;
 
 /// LMDB's compiled-in maximum key size (`MDB_MAXKEYSIZE`).
 pub const MAX_KEY_SIZE: usize = 511;
@@ -122,7 +121,9 @@ pub fn open(path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
     }
     std::fs::create_dir_all(path)
         .map_err(|e| Error::io(format!("lmdb: create directory {}", path.display()), e))?;
-    let lock = DirLock::acquire(path)?;
+    // vmemkv's lock: a POSIX record lock, which a forked child does not
+    // inherit, plus a registry that refuses a second open in this process.
+    let lock = DirLock::acquire(path).map_err(super::vmemkv::map_err)?;
 
     let mut flags = EnvFlags::NO_SYNC;
     if writemap {
@@ -139,8 +140,9 @@ pub fn open(path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
     // writes through LMDB's API); NO_SYNC defers fsync to the next synced
     // commit (it is cleared for `sync=true` writes, see `LmdbWriter`).
     // NO_READ_AHEAD only changes madvise. The env is opened once per path:
-    // `lock` (an exclusive flock) is held, which rules out the
-    // double-open-in-one-process hazard that makes `open` unsafe.
+    // `lock` is held (its registry refuses a second open in this process),
+    // which rules out the double-open-in-one-process hazard that makes
+    // `open` unsafe.
     let env = unsafe { eo.flags(flags).open(path) }
         .map_err(|e| map_err_in(path, &format!("open {}", path.display()), e))?;
     let wtxn = env

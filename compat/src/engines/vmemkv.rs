@@ -39,7 +39,7 @@ use crate::multiscan::{MultiScan, MultiScanArgs};
 use crate::options::{EngineOptions, Limits, OptionMap, ReadOptions, WriteOptions};
 use crate::{BatchOp, WriteBatch};
 
-fn map_err(e: vmemkv::Error) -> Error {
+pub(crate) fn map_err(e: vmemkv::Error) -> Error {
     match e {
         vmemkv::Error::InvalidArgument(m) => Error::InvalidArgument(m),
         vmemkv::Error::Corruption(m) => Error::Corruption(m),

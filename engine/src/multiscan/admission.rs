@@ -26,23 +26,25 @@
 //! earlier ones only partly, so they stayed direct, and the run kept
 //! reading from disk what the synchronous path had long cached (10 s
 //! cold-start runs of the shape at 2 threads: async 2.5k ops/s,
-//! sync 4.3k). So once `Auto` scans have read, in all, a quarter of such a
-//! log ([`REREAD_SHARE`]), every window of later scans goes through the
-//! page cache. Why a
-//! quarter: caching costs about a fifth more per cold byte at one thread
-//! (page-cache inserts, faults on the mapping), so it pays when a page's
-//! chance of being read again exceeds about 0.2; with no idea of what is to
-//! come, take the scans still ahead to be as many as those behind (a run
-//! has as long again to go as it has gone), and over uniformly spread
-//! ranges that chance is `1 - exp(-read / log)`, past 0.2 from `read` of
-//! about `log / 4` on.
+//! sync 4.3k). So once the `Auto` scans of an open database have read, in
+//! all, a quarter of such a log ([`REREAD_SHARE`]), every window of later
+//! scans goes through the page cache.
+//!
+//! Why a quarter: caching costs about a fifth more per cold byte at one
+//! thread (page-cache inserts, faults on the mapping), so it pays when a
+//! page's chance of being read again exceeds about 0.2. With no idea of
+//! what is to come, take the scans still ahead to be as many as those
+//! behind (a run has as long again to go as it has gone); over uniformly
+//! spread ranges that chance is `1 - exp(-read / log)`, past 0.2 once
+//! `read` is about `log / 4`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::residency::PAGE;
 
 static GENERATION: AtomicU64 = AtomicU64::new(1);
-/// Scans re-read a log once they have read this fraction of it, in all.
+/// Scans are re-reading a log once they have read, in all, this part of
+/// it (`log / REREAD_SHARE` bytes).
 const REREAD_SHARE: u64 = 4;
 /// Bytes read directly by `Auto` scans in the current generation.
 static DIRECT_BYTES: AtomicU64 = AtomicU64::new(0);

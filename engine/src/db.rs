@@ -87,6 +87,8 @@ pub(crate) struct Inner {
     /// Delays writers while defragment is behind (`maintenance::throttle`).
     pub throttle: crate::maintenance::throttle::Throttle,
     pub stripes: crate::stripes::Stripes,
+    /// Where movers put values since the current sorted-run tail began.
+    pub packed: crate::maintenance::runs::Packed,
     pub max_value: usize,
     _lock: DirLock,
 }
@@ -333,6 +335,7 @@ impl Db {
             appended_at_ckpt: AtomicU64::new(0),
             defrag: Mutex::new(()),
             stripes: crate::stripes::Stripes::new(),
+            packed: Default::default(),
             max_value,
             opts,
             _lock: lock,

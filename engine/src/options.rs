@@ -88,6 +88,14 @@ pub struct Options {
     /// later scans read contiguous extents (default 1000; 0 = never; needs
     /// `background`). `Db::compact_range` does the same on demand.
     pub order_idle_ms: u64,
+    /// Each time writers have appended this many bytes since the last
+    /// sorted run, the maintenance thread rewrites the values they wrote in
+    /// key order as a new run, and merges runs of one level eight at a
+    /// time, so that scans of data still being written read one extent
+    /// per run rather than a page per value (module
+    /// `maintenance::runs`; default 256 MiB; 0 = never; needs
+    /// `background`). Values already in key order stay where they are.
+    pub sorted_run_bytes: u64,
     /// Once no write has arrived for this long (and the key-order pass has
     /// nothing to do), the maintenance thread merges T1's append regions
     /// into its sorted regions, so that iterators and MultiScans over a
@@ -129,6 +137,7 @@ impl Default for Options {
             maintenance_nice: 10,
             max_space_amplification: 2.0,
             order_idle_ms: 1000,
+            sorted_run_bytes: 256 << 20,
             merge_idle_ms: 1000,
             use_direct_reads: None,
         }
@@ -182,6 +191,8 @@ impl Options {
         maintenance_nice: i32);
     setter!(/// Sets `order_idle_ms`.
         order_idle_ms: u64);
+    setter!(/// Sets `sorted_run_bytes`.
+        sorted_run_bytes: u64);
     setter!(/// Sets `merge_idle_ms`.
         merge_idle_ms: u64);
     setter!(/// Sets `use_direct_reads`.

@@ -26,7 +26,9 @@ fn child(dir: &str) -> ! {
     let opts = Options::default()
         .segment_size(1 << 20)
         .checkpoint_interval_bytes(2 << 20)
-        .maintenance_interval_ms(5);
+        .maintenance_interval_ms(5)
+        // Sorted runs and their merges move values while the kill lands.
+        .sorted_run_bytes(256 << 10);
     let db = Arc::new(Db::open(dir, opts).unwrap_or_else(|e| panic!("child open: {e}")));
     let mut hs = Vec::new();
     for t in 0..3u64 {
@@ -163,4 +165,8 @@ fn sigkill_mid_write_loses_no_acknowledged_sync_write() {
         eprintln!("{l}");
     }
     assert!(log.matches("recovery: replayed").count() >= 6, "{log}");
+    assert!(
+        log.contains("sorted run: sorting"),
+        "no sorted run was under way in any round: {log}"
+    );
 }

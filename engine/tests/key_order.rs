@@ -240,3 +240,100 @@ fn packed_moves_survive_a_kill_before_their_checkpoint() {
     );
     check(db, dir.path(), &model);
 }
+
+/// The scrambled load in `pieces` pieces with sorted runs every
+/// `run_bytes` (0 = none) and the quiet-time pass off. A piece holds more
+/// than `run_bytes` of log, and the next starts once its run is sorted
+/// (the maintenance thread would otherwise fold a fast load into a few
+/// large runs).
+fn load_in_runs(dir: &std::path::Path, run_bytes: u64, pieces: u64) -> (Db, Model) {
+    let o = Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(5)
+        .order_idle_ms(0)
+        .sorted_run_bytes(run_bytes);
+    let db = Db::open(dir, o).unwrap_or_else(|e| panic!("open: {e}"));
+    let mut m = Model::new();
+    let sorted = || info_log(dir).matches("sorted run: sorted").count() as u64;
+    for p in 0..pieces {
+        for n in p * N / pieces..(p + 1) * N / pieces {
+            let i = (n * 7919) % N;
+            let v = value(i, 0, 200);
+            db.put(&key(i), &v).unwrap_or_else(|e| panic!("{e}"));
+            m.insert(key(i), v);
+        }
+        let t0 = Instant::now();
+        while run_bytes > 0 && sorted() <= p {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "piece {p} of {pieces} was not sorted: {:?}\n{}",
+                db.statistics(),
+                info_log(dir)
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    (db, m)
+}
+
+/// Reads a cold async MultiScan of 20 ranges of 100 keys issues, checking
+/// its results against the model.
+fn cold_scan_reads(db: &Db, model: &Model) -> u64 {
+    use vmemkv::multiscan::{residency, BufferMode, MultiScanArgs, ScanRange};
+    for s in db.segments() {
+        residency::evict(&s).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let ranges: Vec<ScanRange> = (0..20u64)
+        .map(|r| ScanRange::new(&key(r * 900), &key(r * 900 + 100)))
+        .collect();
+    let args = MultiScanArgs {
+        use_async_io: true,
+        buffer_mode: BufferMode::Direct,
+        ..MultiScanArgs::new(ranges.clone())
+    };
+    let mut ms = db.multi_scan(&args).unwrap_or_else(|e| panic!("{e}"));
+    for r in &ranges {
+        assert!(ms.next_range().unwrap_or_else(|e| panic!("{e}")));
+        let lo = r.start.clone().unwrap_or_default();
+        let hi = r.limit.clone().unwrap_or_default();
+        for (k, v) in model.range(lo..hi) {
+            assert!(ms.next_entry().unwrap_or_else(|e| panic!("{e}")));
+            assert_eq!((ms.key(), ms.value()), (&k[..], &v[..]));
+        }
+        assert!(!ms.next_entry().unwrap_or_else(|e| panic!("{e}")));
+    }
+    ms.stats().reads
+}
+
+#[test]
+fn a_random_load_is_sorted_into_runs_while_it_is_written() {
+    let dir = tmp();
+    // ~5.4 MB of log in five runs.
+    let (db, model) = load_in_runs(dir.path(), 1 << 20, 5);
+    let stats = db.statistics();
+    assert!(stats.ordered_values >= N / 2, "{stats:?}");
+    let with_runs = cold_scan_reads(&db, &model);
+    check(db, dir.path(), &model);
+
+    let plain = tmp();
+    let (db, model) = load_in_runs(plain.path(), 0, 1);
+    assert_eq!(db.statistics().ordered_values, 0);
+    let without = cold_scan_reads(&db, &model);
+    // One read per run and range, plus the tail's values, against about
+    // one per value.
+    assert!(
+        with_runs * 3 < without,
+        "{with_runs} reads with sorted runs, {without} without"
+    );
+    check(db, plain.path(), &model);
+}
+
+#[test]
+fn sorted_runs_of_one_level_are_merged() {
+    let dir = tmp();
+    // ~5.4 MB of log in twenty runs: each eight of level 0 merge into one.
+    let (db, model) = load_in_runs(dir.path(), 256 << 10, 20);
+    let log = info_log(dir.path());
+    assert!(log.contains("into a level-1 run"), "{log}");
+    check(db, dir.path(), &model);
+}

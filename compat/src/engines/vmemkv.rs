@@ -6,7 +6,7 @@
 //! `pread_min_bytes`, `background`,
 //! `defrag_garbage_ratio`, `defrag_max_bytes_per_cycle`, `split_threshold`,
 //! `maintenance_interval_ms`, `maintenance_nice`, `max_space_amplification`,
-//! `order_idle_ms`, `merge_idle_ms`, `use_direct_reads` (async MultiScan reads with
+//! `order_idle_ms`, `sorted_run_bytes`, `merge_idle_ms`, `use_direct_reads` (async MultiScan reads with
 //! `O_DIRECT`, or into the page cache; unset = direct first, the page
 //! cache for bytes scanned again, see `BufferMode::Auto`). Unknown
 //! options are an `InvalidArgument`.
@@ -109,6 +109,9 @@ pub fn engine_options(opts: &EngineOptions) -> Result<vmemkv::Options> {
     }
     if let Some(v) = m.take::<u64>("order_idle_ms")? {
         o.order_idle_ms = v;
+    }
+    if let Some(v) = m.take::<u64>("sorted_run_bytes")? {
+        o.sorted_run_bytes = v;
     }
     if let Some(v) = m.take::<u64>("merge_idle_ms")? {
         o.merge_idle_ms = v;
@@ -371,15 +374,19 @@ mod tests {
     }
 
     #[test]
-    fn merge_idle_ms_maps_to_the_engine_option() -> Result<()> {
-        let o = |v: &str| engine_options(&EngineOptions::default().set("merge_idle_ms", v));
-        assert_eq!(o("0")?.merge_idle_ms, 0);
-        assert_eq!(o("250")?.merge_idle_ms, 250);
-        assert_eq!(
-            engine_options(&EngineOptions::default())?.merge_idle_ms,
-            1000
-        );
-        assert!(matches!(o("soon"), Err(Error::InvalidArgument(m)) if m.contains("merge_idle_ms")));
+    fn quiet_time_and_run_options_map_to_the_engine_options() -> Result<()> {
+        type Field = fn(&vmemkv::Options) -> u64;
+        let cases: [(&str, Field, u64); 2] = [
+            ("merge_idle_ms", |o| o.merge_idle_ms, 1000),
+            ("sorted_run_bytes", |o| o.sorted_run_bytes, 256 << 20),
+        ];
+        for (name, field, default) in cases {
+            let o = |v: &str| engine_options(&EngineOptions::default().set(name, v));
+            assert_eq!(field(&o("0")?), 0);
+            assert_eq!(field(&o("250")?), 250);
+            assert_eq!(field(&engine_options(&EngineOptions::default())?), default);
+            assert!(matches!(o("soon"), Err(Error::InvalidArgument(m)) if m.contains(name)));
+        }
         Ok(())
     }
 

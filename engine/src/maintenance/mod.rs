@@ -13,6 +13,7 @@ mod mover;
 mod order;
 pub(crate) mod prio;
 mod quiet;
+pub(crate) mod runs;
 pub(crate) mod throttle;
 
 pub(crate) use order::{compact_range, order_all};
@@ -295,7 +296,7 @@ fn defrag_wanted(inner: &Inner) -> bool {
 
 type StopFlag = Arc<(Mutex<bool>, Condvar)>;
 /// The body of a background thread: runs until the stop flag is set.
-type Job = fn(&Inner, &(Mutex<bool>, Condvar));
+type Job = Box<dyn FnOnce(&Inner, &(Mutex<bool>, Condvar)) + Send>;
 
 /// The background threads: `vmemkv-maint` (checkpoint by log bytes,
 /// defragment by space), `vmemkv-segalloc` (spare segments, early
@@ -313,10 +314,12 @@ impl Background {
             threads: Vec::new(),
             inner,
         };
+        // Before any write can land: the first tail starts at open.
+        let runs = runs::Runs::new(&bg.inner);
         let jobs: [(&str, Job); 3] = [
-            ("vmemkv-maint", run),
-            ("vmemkv-segalloc", preallocate),
-            ("vmemkv-throttle", control_write_rate),
+            ("vmemkv-maint", Box::new(move |i, s| run(i, s, runs))),
+            ("vmemkv-segalloc", Box::new(preallocate)),
+            ("vmemkv-throttle", Box::new(control_write_rate)),
         ];
         for (name, job) in jobs {
             let (inner, stop) = (bg.inner.clone(), bg.stop.clone());
@@ -434,10 +437,17 @@ fn urgency_nice(inner: &Inner) -> i32 {
     }
 }
 
-fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
+fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar), mut runs: runs::Runs) {
     let every = Duration::from_millis(inner.opts.maintenance_interval_ms);
     let mut order = order::Schedule::new(inner.opts.order_idle_ms);
     let mut merge = quiet::MergeWhenQuiet::new(inner.opts.merge_idle_ms);
+    // Sorted runs and defragment take turns when both are due: a run
+    // cannot wait for defragment's cycles during a long random load (the
+    // unsorted tail at its end grew to 40% of it), and defragment cannot
+    // wait for runs that come due again as soon as one ends.
+    let mut sorted_last = false;
+    let stopping = || *stop.0.lock();
+    let go_on = || !stopping();
     loop {
         {
             let mut s = stop.0.lock();
@@ -450,6 +460,16 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
             }
         }
         let interval = inner.opts.checkpoint_interval_bytes;
+        if runs.due(inner) && !(sorted_last && defrag_wanted(inner)) {
+            sorted_last = true;
+            if let Err(e) = prio::niced(urgency_nice(inner), || runs.tick(inner, &go_on)) {
+                inner
+                    .info
+                    .log(format_args!("background sorted run failed: {e}"));
+            }
+            continue;
+        }
+        sorted_last = false;
         if defrag_wanted(inner) {
             if let Err(e) = prio::niced(urgency_nice(inner), || defragment(inner)) {
                 inner
@@ -476,8 +496,11 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
                     .log(format_args!("background checkpoint failed: {e}")),
             }
         } else {
-            let stopping = || *stop.0.lock();
-            match order.tick(inner, &stopping) {
+            let ordered = order.tick(inner, &stopping);
+            if let Some(began) = order.finished() {
+                runs.ordered(inner, began);
+            }
+            match ordered {
                 Ok(true) => {}
                 // The key-order pass first: it writes, and its relocations
                 // land in the append regions this merge empties.

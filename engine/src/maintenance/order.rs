@@ -146,14 +146,36 @@ pub(crate) struct Step {
     pub resume: Option<Vec<u8>>,
 }
 
-/// Walks `[begin, end)` and moves scattered values (see [`Walk`]) until
-/// the range ends, `budget` bytes have moved, or `go_on` says stop
-/// (checked between windows). Does not checkpoint.
-fn walk(
+/// Which stored values a walk looks at; the others are passed over as if
+/// absent, so that the values a selection holds count as in order when
+/// they lie back to back among themselves.
+pub(crate) type Select<'s> = &'s dyn Fn(Locator) -> bool;
+
+/// Every stored value.
+pub(crate) fn every(_: Locator) -> bool {
+    true
+}
+
+/// Walks `[begin, end)` and moves the selected values that lie scattered
+/// (see [`Walk`]) until the range ends, `budget` bytes have moved, or
+/// `go_on` says stop (checked between windows). Does not checkpoint.
+pub(crate) fn walk(
+    inner: &Inner,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    select: Select<'_>,
+    budget: u64,
+    go_on: &dyn Fn() -> bool,
+) -> Result<Step> {
+    walk_with(inner, begin, end, BACKGROUND, select, budget, go_on)
+}
+
+fn walk_with(
     inner: &Inner,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
     policy: Policy,
+    select: Select<'_>,
     budget: u64,
     go_on: &dyn Fn() -> bool,
 ) -> Result<Step> {
@@ -177,7 +199,9 @@ fn walk(
         }
         let e = cur.entry();
         if let Payload::Stored(l) = e.payload {
-            w.observe(cur.key(), l, e);
+            if select(l) {
+                w.observe(cur.key(), l, e);
+            }
         }
         cur.next();
     }
@@ -204,7 +228,7 @@ pub(crate) fn compact_range(
 ) -> Result<DefragReport> {
     let _g = inner.defrag.lock();
     let t0 = Instant::now();
-    let mut step = walk(inner, begin, end, COMPACT_RANGE, u64::MAX, &|| true)?;
+    let mut step = walk_with(inner, begin, end, COMPACT_RANGE, &every, u64::MAX, &|| true)?;
     checkpoint_and_retire(inner, &mut step.rep)?;
     finish(inner, "compact_range", &step, t0);
     Ok(step.rep)
@@ -221,7 +245,7 @@ pub(crate) fn background_step(
 ) -> Result<Step> {
     let _g = inner.defrag.lock();
     let t0 = Instant::now();
-    let mut step = walk(inner, from, None, BACKGROUND, cycle_budget(inner), go_on)?;
+    let mut step = walk(inner, from, None, &every, cycle_budget(inner), go_on)?;
     if step.rep.moved_values > 0 {
         checkpoint_and_retire(inner, &mut step.rep)?;
         finish(inner, "key order (background)", &step, t0);
@@ -273,6 +297,10 @@ pub(crate) struct Schedule {
     /// open, so one runs once to order what an earlier process loaded).
     done_at: Option<u64>,
     started_at: u64,
+    /// The active segment when the pass under way began.
+    began: u32,
+    /// Set when a pass has just finished: the segment it began with.
+    finished: Option<u32>,
     resume: Option<Vec<u8>>,
 }
 
@@ -282,8 +310,15 @@ impl Schedule {
             quiet: super::quiet::Quiet::new(idle_ms),
             done_at: None,
             started_at: 0,
+            began: 0,
+            finished: None,
             resume: None,
         }
+    }
+
+    /// The segment active when the pass that has just finished began, once.
+    pub(crate) fn finished(&mut self) -> Option<u32> {
+        self.finished.take()
     }
 
     /// Runs one step if the pass is due; returns whether it ran. The step
@@ -302,6 +337,7 @@ impl Schedule {
         }
         if self.resume.is_none() {
             self.started_at = writes;
+            self.began = inner.log.active_id();
         }
         let from = self.resume.take();
         let go_on = || Counters::get(&inner.counters.writes) == writes && !stopping();
@@ -310,7 +346,10 @@ impl Schedule {
         })?;
         match step.resume {
             Some(k) => self.resume = Some(k),
-            None => self.done_at = Some(self.started_at),
+            None => {
+                self.done_at = Some(self.started_at);
+                self.finished = Some(self.began);
+            }
         }
         Ok(true)
     }

@@ -50,20 +50,31 @@ fn writer(db: &Db, t: u64, ops: u64) -> Model {
 
 #[test]
 fn maintenance_under_concurrent_writers_matches_model_index_walk() {
-    maintenance_run(Some(true));
+    maintenance_run(opts().defrag_index_walk(Some(true)));
 }
 
 #[test]
 fn maintenance_under_concurrent_writers_matches_model_segment_walk() {
-    maintenance_run(Some(false));
+    maintenance_run(opts().defrag_index_walk(Some(false)));
 }
 
-fn maintenance_run(index_walk: Option<bool>) {
+/// The same with the background thread sorting runs of 256 KiB (and
+/// merging them, most times) under the writers, beside the explicit
+/// maintenance.
+#[test]
+fn maintenance_under_concurrent_writers_matches_model_with_sorted_runs() {
+    let o = opts()
+        .background(true)
+        .maintenance_interval_ms(2)
+        .sorted_run_bytes(256 << 10);
+    let dir = maintenance_run(o);
+    let log = info_log(dir.path());
+    assert!(log.contains("sorted run: sorted"), "{log}");
+}
+
+fn maintenance_run(o: Options) -> tempfile::TempDir {
     let dir = tmp();
-    let db = Arc::new(
-        Db::open(dir.path(), opts().defrag_index_walk(index_walk))
-            .unwrap_or_else(|e| panic!("{e}")),
-    );
+    let db = Arc::new(Db::open(dir.path(), o).unwrap_or_else(|e| panic!("{e}")));
     let stop = Arc::new(AtomicBool::new(false));
     let maint = {
         let db = db.clone();
@@ -153,6 +164,8 @@ fn maintenance_run(index_walk: Option<bool>) {
     drop(db);
     let db = open(dir.path());
     assert_eq!(dump(&db), model, "state after defragment + reopen differs");
+    drop(db);
+    dir
 }
 
 #[test]

@@ -24,10 +24,14 @@
 //! the tail are those from `tail` on that are not in a packed record
 //! ([`Packed`]): moved values were put where they are on purpose.
 //!
-//! Each job runs in steps of a defragment cycle's budget, with a
-//! checkpoint after each (segments emptied go at once), and resumes at
-//! the key where it stopped; a job's own output is never walked again
-//! because it lies behind the walk, in key order.
+//! A tail sort is one walk with one checkpoint at its end: a tail's values
+//! are spread over every key, so none of its segments empties sooner. A
+//! merge runs in steps of a defragment cycle's budget with a checkpoint
+//! after each (a run's values lie in key order, so its segments empty as
+//! the walk passes them) and resumes at the key where it stopped. A job's
+//! own output is never walked again: it lies behind the walk, in key
+//! order. Runs and defragment take turns when both are due (module
+//! `maintenance`).
 //!
 //! [`Options::sorted_run_bytes`]: crate::Options::sorted_run_bytes
 

@@ -337,3 +337,29 @@ fn sorted_runs_of_one_level_are_merged() {
     assert!(log.contains("into a level-1 run"), "{log}");
     check(db, dir.path(), &model);
 }
+
+#[test]
+fn close_logs_what_no_run_took() {
+    let dir = tmp();
+    let o = Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(5)
+        .sorted_run_bytes(1 << 30);
+    let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("open: {e}"));
+    let model = scrambled_load(&db);
+    drop(db);
+    let log = info_log(dir.path());
+    let line = log
+        .lines()
+        .find(|l| l.contains("sorted run: close leaves"))
+        .unwrap_or_else(|| panic!("{log}"));
+    let bytes: u64 = line
+        .split("close leaves ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    // Every value written went to the log: 200 bytes and more each.
+    assert!(bytes >= N * 200, "{line}");
+    check(open(dir.path()), dir.path(), &model);
+}

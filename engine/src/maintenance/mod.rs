@@ -452,11 +452,11 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar), mut runs: runs::Runs) {
         {
             let mut s = stop.0.lock();
             if *s {
-                return;
+                break;
             }
             stop.1.wait_for(&mut s, every);
             if *s {
-                return;
+                break;
             }
         }
         let interval = inner.opts.checkpoint_interval_bytes;
@@ -513,4 +513,5 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar), mut runs: runs::Runs) {
             }
         }
     }
+    runs.closing(inner);
 }

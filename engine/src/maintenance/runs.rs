@@ -185,6 +185,21 @@ impl Runs {
             .then(|| job(self.tail, inner.packed.snapshot(), None, 0))
     }
 
+    /// Notes in the info log what a close leaves out of every run.
+    pub(crate) fn closing(&self, inner: &Inner) {
+        let left = written(inner).saturating_sub(self.tail_written);
+        if inner.opts.sorted_run_bytes > 0 && left > 0 {
+            inner.info.log(format_args!(
+                "sorted run: close leaves {left} bytes written since the last run began out of every run{}",
+                if self.job.is_some() {
+                    "; the run under way was cut short"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+
     /// A job is under way or due.
     pub(crate) fn due(&self, inner: &Inner) -> bool {
         self.job.is_some() || self.next_job(inner).is_some()

@@ -236,9 +236,19 @@ impl Runs {
             Some(_) => cycle_budget(inner),
             None => u64::MAX,
         };
+        let walked = order::walk(inner, job.resume.as_deref(), None, &select, budget, go_on);
         let Step {
             mut rep, resume, ..
-        } = order::walk(inner, job.resume.as_deref(), None, &select, budget, go_on)?;
+        } = match walked {
+            Ok(step) => step,
+            Err(e) => {
+                // Dropped: a tail sort comes due again only once another
+                // `sorted_run_bytes` are written, and takes this tail with
+                // it; a merge is due again at once, as defragment is.
+                self.job = None;
+                return Err(e);
+            }
+        };
         job.moved += rep.moved_values;
         let done = resume.is_none();
         job.resume = resume;

@@ -70,12 +70,15 @@ fn vmemkv_failpoints_all_modes() {
         // cycles reach their armed step even on a loaded machine.
         .args(["--failpoints", "all", "--kill-ms", "200:600"])
         // Small segments and shards, so rollover, retire and split happen
-        // within a cycle.
+        // within a cycle; sorted runs of 16 KiB (a child writes tens of KB), so their moves meet the
+        // `defragment.relocated` kill too.
         .args([
             "--option",
             "segment_size=1048576",
             "--option",
             "split_threshold=64",
+            "--option",
+            "sorted_run_bytes=16384",
         ])
         .output()
         .expect("run crash_test");

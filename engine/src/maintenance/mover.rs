@@ -121,10 +121,12 @@ impl<'a> Mover<'a> {
             &[b.values(), b.dir()],
             b.body_crc(),
         )?;
-        let start = a.body_off as u32;
-        let end = start + b.values().len() as u32;
-        let record = crate::t2::record::record_len(b.values().len() + b.dir().len());
-        inner.packed.add(a.seg.id, start, end, record as u64);
+        if inner.opts.sorted_run_bytes > 0 {
+            let start = a.body_off as u32;
+            let end = start + b.values().len() as u32;
+            let record = crate::t2::record::record_len(b.values().len() + b.dir().len());
+            inner.packed.add(a.seg.id, start, end, record as u64);
+        }
         for e in packed::entries(b.count(), b.values().len(), b.dir()) {
             let e = e.map_err(|at| {
                 Error::Corruption(format!(

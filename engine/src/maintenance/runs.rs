@@ -54,7 +54,8 @@ pub(crate) const FANIN: usize = 8;
 
 /// Extents of packed records (moved values) written at or after the
 /// current tail, which a tail sort leaves where they are, and the bytes
-/// movers have appended, which do not count towards the tail.
+/// movers have appended, which do not count towards the tail. Movers
+/// record only while runs are on (`sorted_run_bytes > 0`).
 #[derive(Default)]
 pub(crate) struct Packed {
     spans: Mutex<Vec<(u32, u32, u32)>>,
@@ -155,14 +156,29 @@ impl Runs {
         }
     }
 
-    fn next_job(&self, inner: &Inner) -> Option<Job> {
+    /// What is due: `Some(Some(i))` a merge of the runs from index `i`
+    /// on, `Some(None)` a tail sort.
+    fn next(&self, inner: &Inner) -> Option<Option<usize>> {
         let threshold = inner.opts.sorted_run_bytes;
         if threshold == 0 {
-            // Off: nothing will read the extents movers record.
-            inner.packed.forget_below(inner.log.active_id());
             return None;
         }
-        let job = |from, keep, merges, level| Job {
+        if let Some(i) = self.runs.len().checked_sub(FANIN) {
+            let newest = self.runs.get(i..).unwrap_or_default();
+            let level = newest.first().map(|r| r.level);
+            if newest.iter().all(|r| Some(r.level) == level) {
+                return Some(Some(i));
+            }
+        }
+        (written(inner).saturating_sub(self.tail_written) >= threshold).then_some(None)
+    }
+
+    fn start(&self, inner: &Inner, merges: Option<usize>) -> Job {
+        let (from, keep, level) = match merges.and_then(|i| self.runs.get(i)) {
+            Some(first) => (first.start, Vec::new(), first.level + 1),
+            None => (self.tail, inner.packed.snapshot(), 0),
+        };
+        Job {
             from,
             keep,
             merges,
@@ -171,18 +187,7 @@ impl Runs {
             resume: None,
             moved: 0,
             t0: Instant::now(),
-        };
-        let n = self.runs.len();
-        if let Some(i) = n.checked_sub(FANIN) {
-            let newest = self.runs.get(i..).unwrap_or_default();
-            if let Some(first) = newest.first() {
-                if newest.iter().all(|r| r.level == first.level) {
-                    return Some(job(first.start, Vec::new(), Some(i), first.level + 1));
-                }
-            }
         }
-        (written(inner).saturating_sub(self.tail_written) >= threshold)
-            .then(|| job(self.tail, inner.packed.snapshot(), None, 0))
     }
 
     /// Notes in the info log what a close leaves out of every run.
@@ -202,14 +207,14 @@ impl Runs {
 
     /// A job is under way or due.
     pub(crate) fn due(&self, inner: &Inner) -> bool {
-        self.job.is_some() || self.next_job(inner).is_some()
+        self.job.is_some() || self.next(inner).is_some()
     }
 
     /// Runs one step of the current job, starting one if due; returns
     /// whether anything ran. `go_on` false ends a step early.
     pub(crate) fn tick(&mut self, inner: &Inner, go_on: &dyn Fn() -> bool) -> Result<bool> {
         if self.job.is_none() {
-            self.job = self.next_job(inner);
+            self.job = self.next(inner).map(|merges| self.start(inner, merges));
             if let Some(j) = &self.job {
                 inner.info.log(format_args!(
                     "sorted run: {} values from segment {} on ({} bytes written since the last run)",

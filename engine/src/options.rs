@@ -96,6 +96,13 @@ pub struct Options {
     /// `maintenance::runs`; default 256 MiB; 0 = never; needs
     /// `background`). Values already in key order stay where they are.
     pub sorted_run_bytes: u64,
+    /// Close sorts the values written since the last run began into one
+    /// last run when they are at least an eighth of `sorted_run_bytes`
+    /// (RocksDB flushes its memtables at close), and finishes a run cut
+    /// short by the close, so that a load scanned after a reopen reads one
+    /// extent per run (default true). Close then takes about as long as
+    /// one run's sort: seconds for 256 MiB.
+    pub sort_tail_at_close: bool,
     /// Once no write has arrived for this long (and the key-order pass has
     /// nothing to do), the maintenance thread merges T1's append regions
     /// into its sorted regions, so that iterators and MultiScans over a
@@ -138,6 +145,7 @@ impl Default for Options {
             max_space_amplification: 2.0,
             order_idle_ms: 1000,
             sorted_run_bytes: 256 << 20,
+            sort_tail_at_close: true,
             merge_idle_ms: 1000,
             use_direct_reads: None,
         }
@@ -193,6 +201,8 @@ impl Options {
         order_idle_ms: u64);
     setter!(/// Sets `sorted_run_bytes`.
         sorted_run_bytes: u64);
+    setter!(/// Sets `sort_tail_at_close`.
+        sort_tail_at_close: bool);
     setter!(/// Sets `merge_idle_ms`.
         merge_idle_ms: u64);
     setter!(/// Sets `use_direct_reads`.

@@ -363,3 +363,33 @@ fn close_logs_what_no_run_took() {
     assert!(bytes >= N * 200, "{line}");
     check(open(dir.path()), dir.path(), &model);
 }
+
+#[test]
+fn close_sorts_the_tail_into_a_run() {
+    // The load (~5.4 MB of log) is under one run, so only the close sorts.
+    let reads = |sort: bool| {
+        let dir = tmp();
+        let o = Options::default()
+            .segment_size(1 << 20)
+            .maintenance_interval_ms(5)
+            .order_idle_ms(0)
+            .sorted_run_bytes(16 << 20)
+            .sort_tail_at_close(sort);
+        let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("open: {e}"));
+        let model = scrambled_load(&db);
+        drop(db);
+        let log = info_log(dir.path());
+        assert_eq!(log.contains("sorted run: sorted"), sort, "{log}");
+        assert_eq!(log.contains("sorted run: close leaves"), !sort, "{log}");
+        let db = open_with(dir.path(), None);
+        let reads = cold_scan_reads(&db, &model);
+        check(db, dir.path(), &model);
+        reads
+    };
+    let (sorted, unsorted) = (reads(true), reads(false));
+    // About one read per range against one per value.
+    assert!(
+        sorted * 10 < unsorted,
+        "{sorted} reads after a close that sorted, {unsorted} after one that did not"
+    );
+}

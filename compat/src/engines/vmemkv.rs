@@ -6,7 +6,7 @@
 //! `pread_min_bytes`, `background`,
 //! `defrag_garbage_ratio`, `defrag_max_bytes_per_cycle`, `split_threshold`,
 //! `maintenance_interval_ms`, `maintenance_nice`, `max_space_amplification`,
-//! `order_idle_ms`, `sorted_run_bytes`, `merge_idle_ms`, `use_direct_reads` (async MultiScan reads with
+//! `order_idle_ms`, `sorted_run_bytes`, `sort_tail_at_close`, `merge_idle_ms`, `use_direct_reads` (async MultiScan reads with
 //! `O_DIRECT`, or into the page cache; unset = direct first, the page
 //! cache for bytes scanned again, see `BufferMode::Auto`). Unknown
 //! options are an `InvalidArgument`.
@@ -112,6 +112,9 @@ pub fn engine_options(opts: &EngineOptions) -> Result<vmemkv::Options> {
     }
     if let Some(v) = m.take::<u64>("sorted_run_bytes")? {
         o.sorted_run_bytes = v;
+    }
+    if let Some(v) = m.take_bool("sort_tail_at_close")? {
+        o.sort_tail_at_close = v;
     }
     if let Some(v) = m.take::<u64>("merge_idle_ms")? {
         o.merge_idle_ms = v;
@@ -387,6 +390,16 @@ mod tests {
             assert_eq!(field(&engine_options(&EngineOptions::default())?), default);
             assert!(matches!(o("soon"), Err(Error::InvalidArgument(m)) if m.contains(name)));
         }
+        let close = |v: &str| {
+            engine_options(&EngineOptions::default().set("sort_tail_at_close", v))
+                .map(|o| o.sort_tail_at_close)
+        };
+        assert!(engine_options(&EngineOptions::default())?.sort_tail_at_close);
+        assert!(!close("false")?);
+        assert!(close("1")?);
+        assert!(
+            matches!(close("soon"), Err(Error::InvalidArgument(m)) if m.contains("sort_tail_at_close"))
+        );
         Ok(())
     }
 

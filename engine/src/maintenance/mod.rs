@@ -513,5 +513,5 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar), mut runs: runs::Runs) {
             }
         }
     }
-    runs.closing(inner);
+    runs.close(inner);
 }

@@ -52,6 +52,10 @@ use crate::stats::Counters;
 /// each value is rewritten once per level.
 pub(crate) const FANIN: usize = 8;
 
+/// A tail of at least `sorted_run_bytes / CLOSE_MIN_SHARE` is sorted at
+/// close (see [`Runs::close`]).
+const CLOSE_MIN_SHARE: u64 = 8;
+
 /// Extents of packed records (moved values) written at or after the
 /// current tail, which a tail sort leaves where they are, and the bytes
 /// movers have appended, which do not count towards the tail. Movers
@@ -116,6 +120,16 @@ struct Job {
     resume: Option<Vec<u8>>,
     moved: u64,
     t0: Instant,
+}
+
+impl Job {
+    fn word(&self, merge: &'static str, sort: &'static str) -> &'static str {
+        if self.merges.is_some() {
+            merge
+        } else {
+            sort
+        }
+    }
 }
 
 /// The runs and the job in progress; owned by the maintenance thread.
@@ -190,10 +204,49 @@ impl Runs {
         }
     }
 
-    /// Notes in the info log what a close leaves out of every run.
-    pub(crate) fn closing(&self, inner: &Inner) {
-        let left = written(inner).saturating_sub(self.tail_written);
-        if inner.opts.sorted_run_bytes > 0 && left > 0 {
+    /// Bytes written since the last run began, in no run yet.
+    fn unsorted(&self, inner: &Inner) -> u64 {
+        written(inner).saturating_sub(self.tail_written)
+    }
+
+    /// At close, sorts the tail into one last run (RocksDB flushes its
+    /// memtables at close too), so a load closed as soon as it ends and
+    /// scanned after a reopen reads one extent per run instead of a page
+    /// per value of its last `sorted_run_bytes`. A tail under
+    /// `sorted_run_bytes / CLOSE_MIN_SHARE` is left: every tail sort walks
+    /// all of T1 and ends with a checkpoint, which a small tail does not
+    /// repay. A tail sort cut short by the close is finished; a merge is
+    /// not (it may be eight runs long). Writes have stopped: the database
+    /// is being dropped. Logs what is left out of every run.
+    pub(crate) fn close(&mut self, inner: &Inner) {
+        if inner.opts.sorted_run_bytes == 0 {
+            return;
+        }
+        if self.job.as_ref().is_some_and(|j| j.merges.is_some()) {
+            self.job = None;
+            inner.info.log(format_args!(
+                "sorted run: close cut a merge short; its runs stay as they are"
+            ));
+        }
+        let min = (inner.opts.sorted_run_bytes / CLOSE_MIN_SHARE).max(1);
+        let mut sorting = inner.opts.sort_tail_at_close;
+        while sorting {
+            if self.job.is_none() {
+                if self.unsorted(inner) < min {
+                    sorting = false;
+                    continue;
+                }
+                self.begin(inner, None);
+            }
+            if let Err(e) = self.step(inner, &|| true) {
+                inner.info.log(format_args!(
+                    "sorted run: sorting the tail at close failed: {e}"
+                ));
+                break;
+            }
+        }
+        let left = self.unsorted(inner);
+        if left > 0 {
             inner.info.log(format_args!(
                 "sorted run: close leaves {left} bytes written since the last run began out of every run{}",
                 if self.job.is_some() {
@@ -214,21 +267,33 @@ impl Runs {
     /// whether anything ran. `go_on` false ends a step early.
     pub(crate) fn tick(&mut self, inner: &Inner, go_on: &dyn Fn() -> bool) -> Result<bool> {
         if self.job.is_none() {
-            self.job = self.next(inner).map(|merges| self.start(inner, merges));
-            if let Some(j) = &self.job {
-                inner.info.log(format_args!(
-                    "sorted run: {} values from segment {} on ({} bytes written since the last run)",
-                    if j.merges.is_some() { "merging" } else { "sorting" },
-                    j.from,
-                    written(inner).saturating_sub(self.tail_written)
-                ));
-                if j.merges.is_none() {
-                    self.tail_written = written(inner);
-                }
+            match self.next(inner) {
+                Some(merges) => self.begin(inner, merges),
+                None => return Ok(false),
             }
         }
+        self.step(inner, go_on)?;
+        Ok(true)
+    }
+
+    fn begin(&mut self, inner: &Inner, merges: Option<usize>) {
+        let j = self.start(inner, merges);
+        inner.info.log(format_args!(
+            "sorted run: {} values from segment {} on ({} bytes written since the last run)",
+            j.word("merging", "sorting"),
+            j.from,
+            self.unsorted(inner)
+        ));
+        if j.merges.is_none() {
+            self.tail_written = written(inner);
+        }
+        self.job = Some(j);
+    }
+
+    /// One step of the job under way, if any.
+    fn step(&mut self, inner: &Inner, go_on: &dyn Fn() -> bool) -> Result<()> {
         let Some(job) = self.job.as_mut() else {
-            return Ok(false);
+            return Ok(());
         };
         let _g = inner.defrag.lock();
         let (from, keep) = (job.from, &job.keep);
@@ -265,7 +330,7 @@ impl Runs {
         if done {
             self.finish(inner);
         }
-        Ok(true)
+        Ok(())
     }
 
     fn finish(&mut self, inner: &Inner) {
@@ -284,11 +349,7 @@ impl Runs {
         });
         inner.info.log(format_args!(
             "sorted run: {} {} values from segment {} on into a level-{} run in {:.3} s; {} runs",
-            if job.merges.is_some() {
-                "merged"
-            } else {
-                "sorted"
-            },
+            job.word("merged", "sorted"),
             job.moved,
             job.from,
             job.level,

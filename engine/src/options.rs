@@ -31,7 +31,9 @@ pub struct Options {
     /// multiple of 4 KiB). Files are preallocated with `fallocate`.
     pub segment_size: usize,
     /// Take a checkpoint automatically after this many log bytes since the
-    /// last one (default 256 MiB; 0 disables the automatic trigger).
+    /// last one, and at least twice the last snapshot's size (a checkpoint
+    /// rewrites all of T1; default 256 MiB; 0 disables the automatic
+    /// trigger).
     pub checkpoint_interval_bytes: u64,
     /// Keep Bloom filters in T1's sorted regions (ablation switch).
     pub bloom: bool,

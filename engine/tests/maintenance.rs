@@ -425,3 +425,56 @@ fn a_reopened_database_merges_what_recovery_replayed_at_once() {
         assert_eq!(db.get(&key(i)).ok().flatten(), Some(value(i, 0, 100)));
     }
 }
+
+#[test]
+fn automatic_checkpoints_wait_for_twice_the_snapshot_in_log() {
+    let dir = tmp();
+    // Only the automatic trigger checkpoints: no defragment, runs or
+    // key-order pass.
+    let opts = Options::default()
+        .segment_size(1 << 20)
+        .checkpoint_interval_bytes(64 << 10)
+        .maintenance_interval_ms(1)
+        .defrag_garbage_ratio(1.0)
+        .max_space_amplification(0.0)
+        .sorted_run_bytes(0)
+        .order_idle_ms(0);
+    let db = Db::open(dir.path(), opts).unwrap_or_else(|e| panic!("{e}"));
+    let (keys, len) = (20_000u64, 100usize);
+    put_range(&db, keys, 0, len);
+    db.checkpoint().unwrap_or_else(|e| panic!("{e}"));
+    let s0 = db.statistics();
+    let snapshot = s0.checkpoint_last_bytes;
+    // Each key is in the snapshot.
+    assert!(snapshot >= keys * key(0).len() as u64, "{s0:?}");
+    // Rounds of 2,000 overwrites with a pause after each, so that the
+    // maintenance thread keeps up with a 64 KiB trigger (one checkpoint a
+    // round) but not with the snapshot rule (one every few rounds).
+    let (rounds, per) = (100u64, 2_000u64);
+    for r in 0..rounds {
+        for j in 0..per {
+            let i = (r * per + j) % keys;
+            db.put(&key(i), &value(i, r + 1, len))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let s = db.statistics();
+    let automatic = s.checkpoints - s0.checkpoints;
+    // A put's record is its key, value, headers and checksums: under 256 B.
+    let log = rounds * per * 256;
+    assert!(
+        automatic <= log / (2 * snapshot) + 1,
+        "{automatic} checkpoints for at most {log} bytes of log with a {snapshot}-byte snapshot"
+    );
+    assert!(automatic >= 1, "{s:?}");
+    drop(db);
+    let db = open(dir.path());
+    for i in (0..keys).step_by(997) {
+        let last = (rounds * per - 1 - i) / keys * keys + i;
+        assert_eq!(
+            db.get(&key(i)).ok().flatten(),
+            Some(value(i, last / per + 1, len))
+        );
+    }
+}

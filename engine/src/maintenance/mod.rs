@@ -459,7 +459,6 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar), mut runs: runs::Runs) {
                 break;
             }
         }
-        let interval = inner.opts.checkpoint_interval_bytes;
         if runs.due(inner) && !(sorted_last && defrag_wanted(inner)) {
             sorted_last = true;
             if let Err(e) = prio::niced(urgency_nice(inner), || runs.tick(inner, &go_on)) {
@@ -476,7 +475,7 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar), mut runs: runs::Runs) {
                     .info
                     .log(format_args!("background defragment failed: {e}"));
             }
-        } else if interval > 0 && inner.log_bytes_since_checkpoint() >= interval {
+        } else if inner.checkpoint_due() {
             let mut rep = DefragReport::default();
             let res = prio::niced(inner.opts.maintenance_nice, || {
                 checkpoint_and_retire(inner, &mut rep)

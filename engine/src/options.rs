@@ -95,7 +95,7 @@ pub struct Options {
     /// key order as a new run, and merges runs of one level eight at a
     /// time, so that scans of data still being written read one extent
     /// per run rather than a page per value (module
-    /// `maintenance::runs`; default 256 MiB; 0 = never; needs
+    /// `maintenance::runs`; default 512 MiB; 0 = never; needs
     /// `background`). Values already in key order stay where they are.
     pub sorted_run_bytes: u64,
     /// Close sorts the values written since the last run began into one
@@ -103,7 +103,7 @@ pub struct Options {
     /// (RocksDB flushes its memtables at close), and finishes a run cut
     /// short by the close, so that a load scanned after a reopen reads one
     /// extent per run (default true). Close then takes about as long as
-    /// one run's sort: seconds for 256 MiB.
+    /// one run's sort: seconds for 512 MiB.
     pub sort_tail_at_close: bool,
     /// Once no write has arrived for this long (and the key-order pass has
     /// nothing to do), the maintenance thread merges T1's append regions
@@ -146,7 +146,7 @@ impl Default for Options {
             maintenance_nice: 10,
             max_space_amplification: 2.0,
             order_idle_ms: 1000,
-            sorted_run_bytes: 256 << 20,
+            sorted_run_bytes: 512 << 20,
             sort_tail_at_close: true,
             merge_idle_ms: 1000,
             use_direct_reads: None,

@@ -381,7 +381,7 @@ mod tests {
         type Field = fn(&vmemkv::Options) -> u64;
         let cases: [(&str, Field, u64); 2] = [
             ("merge_idle_ms", |o| o.merge_idle_ms, 1000),
-            ("sorted_run_bytes", |o| o.sorted_run_bytes, 256 << 20),
+            ("sorted_run_bytes", |o| o.sorted_run_bytes, 512 << 20),
         ];
         for (name, field, default) in cases {
             let o = |v: &str| engine_options(&EngineOptions::default().set(name, v));

@@ -915,6 +915,8 @@ impl Inner {
             sync_rounds: self.log.sync_counters.rounds.load(Ordering::Relaxed),
             sync_waiters: self.log.sync_counters.waiters.load(Ordering::Relaxed),
             rollover_max_us: self.log.max_rollover_ns.load(Ordering::Relaxed) / 1000,
+            sorted_runs: Counters::get(&c.sorted_runs),
+            unsorted_bytes: crate::maintenance::runs::unsorted_bytes(self),
             write_rate_limit: self.throttle.rate(),
             delayed_writes: self.throttle.delayed_writes.load(Ordering::Relaxed),
             write_delay_us: self.throttle.delay_ns.load(Ordering::Relaxed) / 1000,

@@ -19,6 +19,10 @@ pub(crate) struct Counters {
     pub defrag_retired_segments: AtomicU64,
     pub writes: AtomicU64,
     pub ordered_values: AtomicU64,
+    /// Sorted runs the maintenance thread keeps (module `maintenance::runs`).
+    pub sorted_runs: AtomicU64,
+    /// Writer bytes (`runs::written`) when the current tail began.
+    pub tail_written: AtomicU64,
 }
 
 impl Counters {
@@ -107,6 +111,12 @@ pub struct Statistics {
     pub sync_waiters: u64,
     /// Longest segment rollover, in microseconds.
     pub rollover_max_us: u64,
+    /// Sorted runs that writes since open were sorted into (forgotten once
+    /// the quiet-time key-order pass has put everything in one order).
+    pub sorted_runs: u64,
+    /// Log bytes written since the last sorted run began: values that no
+    /// run holds yet, which a scan reads one by one (0 with runs off).
+    pub unsorted_bytes: u64,
     /// Bytes per second writers are held to while defragment catches up
     /// (0: not throttled).
     pub write_rate_limit: u64,
@@ -157,6 +167,11 @@ impl fmt::Display for Statistics {
             self.defrag_reclaimed_bytes,
             self.defrag_retired_segments,
             self.ordered_values
+        )?;
+        writeln!(
+            f,
+            "sorted runs: count={} unsorted_bytes={}",
+            self.sorted_runs, self.unsorted_bytes
         )?;
         writeln!(
             f,

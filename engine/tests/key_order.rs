@@ -310,14 +310,32 @@ fn a_random_load_is_sorted_into_runs_while_it_is_written() {
     let dir = tmp();
     // ~5.4 MB of log in five runs.
     let (db, model) = load_in_runs(dir.path(), 1 << 20, 5);
+    let sorted = || info_log(dir.path()).matches("sorted run: sorted").count() as u64;
+    let before = sorted();
     let stats = db.statistics();
+    let after = sorted();
     assert!(stats.ordered_values >= N / 2, "{stats:?}");
+    // At least five runs of level 0, none merged; what is left is at most
+    // about the last piece, ~1.1 MB of log.
+    assert!(
+        before >= 5 && (before..=after).contains(&stats.sorted_runs),
+        "{before}..={after} runs in LOG: {stats:?}"
+    );
+    assert!(stats.unsorted_bytes < 2 << 20, "{stats:?}");
     let with_runs = cold_scan_reads(&db, &model);
     check(db, dir.path(), &model);
 
     let plain = tmp();
     let (db, model) = load_in_runs(plain.path(), 0, 1);
-    assert_eq!(db.statistics().ordered_values, 0);
+    let stats = db.statistics();
+    assert_eq!(
+        (
+            stats.ordered_values,
+            stats.sorted_runs,
+            stats.unsorted_bytes
+        ),
+        (0, 0, 0)
+    );
     let without = cold_scan_reads(&db, &model);
     // One read per run and range, plus the tail's values, against about
     // one per value.
@@ -347,6 +365,10 @@ fn close_logs_what_no_run_took() {
         .sorted_run_bytes(1 << 30);
     let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("open: {e}"));
     let model = scrambled_load(&db);
+    let stats = db.statistics();
+    assert_eq!(stats.sorted_runs, 0, "{stats:?}");
+    // Every value written went to the log: 200 bytes and more each.
+    assert!(stats.unsorted_bytes >= N * 200, "{stats:?}");
     drop(db);
     let log = info_log(dir.path());
     let line = log

@@ -100,6 +100,15 @@ fn written(inner: &Inner) -> u64 {
     all.saturating_sub(inner.packed.bytes.load(Ordering::Relaxed))
 }
 
+/// `Statistics::unsorted_bytes`: writer bytes since the current tail
+/// began, as the maintenance thread last published it.
+pub(crate) fn unsorted_bytes(inner: &Inner) -> u64 {
+    if inner.opts.sorted_run_bytes == 0 || !inner.opts.background {
+        return 0;
+    }
+    written(inner).saturating_sub(Counters::get(&inner.counters.tail_written))
+}
+
 #[derive(Clone, Copy)]
 struct Run {
     /// First segment of the run's output.
@@ -149,12 +158,20 @@ impl Runs {
     pub(crate) fn new(inner: &Inner) -> Runs {
         let tail = inner.log.active_id();
         inner.packed.forget_below(tail);
-        Runs {
+        let runs = Runs {
             runs: Vec::new(),
             tail,
             tail_written: written(inner),
             job: None,
-        }
+        };
+        runs.publish(inner);
+        runs
+    }
+
+    /// Makes the run count and the tail's start visible to `statistics()`.
+    fn publish(&self, inner: &Inner) {
+        Counters::set(&inner.counters.sorted_runs, self.runs.len() as u64);
+        Counters::set(&inner.counters.tail_written, self.tail_written);
     }
 
     /// The key-order pass that began with segment `began` active has put
@@ -167,6 +184,7 @@ impl Runs {
             // it is in order now.
             self.tail_written = written(inner);
             inner.packed.forget_below(self.tail);
+            self.publish(inner);
         }
     }
 
@@ -286,6 +304,7 @@ impl Runs {
         ));
         if j.merges.is_none() {
             self.tail_written = written(inner);
+            self.publish(inner);
         }
         self.job = Some(j);
     }
@@ -347,6 +366,7 @@ impl Runs {
             start: job.began,
             level: job.level,
         });
+        self.publish(inner);
         inner.info.log(format_args!(
             "sorted run: {} {} values from segment {} on into a level-{} run in {:.3} s; {} runs",
             job.word("merged", "sorted"),

@@ -100,9 +100,9 @@ pub struct Options {
     pub sorted_run_bytes: u64,
     /// Close sorts the values written since the last run began into one
     /// last run when they are at least an eighth of `sorted_run_bytes`
-    /// (RocksDB flushes its memtables at close), and finishes a run cut
-    /// short by the close, so that a load scanned after a reopen reads one
-    /// extent per run (default true). Close then takes about as long as
+    /// (RocksDB flushes its memtables at close), and finishes a tail sort
+    /// that the close cut short, so that a load scanned after a reopen
+    /// reads one extent per run (default true). Close then takes about as long as
     /// one run's sort: seconds for 512 MiB.
     pub sort_tail_at_close: bool,
     /// Once no write has arrived for this long (and the key-order pass has

@@ -576,6 +576,13 @@ impl Drop for Db {
         if let Some(bg) = self.bg.take() {
             bg.stop();
         }
+        if self.inner.close_checkpoint_due() {
+            if let Err(e) = self.inner.checkpoint() {
+                self.inner
+                    .info
+                    .log(format_args!("close: checkpoint failed: {e}"));
+            }
+        }
         let t = self.inner.log.tail_lsn();
         if let Err(e) = self.inner.log.sync_to(t) {
             self.inner
@@ -793,6 +800,19 @@ impl Inner {
         every > 0
             && self.log_bytes_since_checkpoint()
                 >= every.max(snapshot.saturating_mul(LOG_PER_SNAPSHOT))
+    }
+
+    /// Whether close should checkpoint: the log since the last checkpoint
+    /// is at least a quarter of `checkpoint_interval_bytes` and an eighth
+    /// of the snapshot. Otherwise every later open replays it and T1
+    /// then merges the replayed entries into its sorted regions: opening
+    /// the 5M key-order database with 184 MB of log pending took 0.79-1.16
+    /// s, against 0.61-0.63 s after a close that checkpointed. RocksDB
+    /// flushes its memtables at close for the same reason.
+    pub(crate) fn close_checkpoint_due(&self) -> bool {
+        let every = self.opts.checkpoint_interval_bytes;
+        let since = self.log_bytes_since_checkpoint();
+        every > 0 && since >= every / 4 && since >= self.snapshot_bytes.load(Ordering::Relaxed) / 8
     }
 
     pub(crate) fn log_bytes_since_checkpoint(&self) -> u64 {

@@ -33,7 +33,8 @@ pub struct Options {
     /// Take a checkpoint automatically after this many log bytes since the
     /// last one, and at least twice the last snapshot's size (a checkpoint
     /// rewrites all of T1; default 256 MiB; 0 disables the automatic
-    /// trigger).
+    /// trigger). Close also checkpoints once a quarter of this is pending
+    /// (and an eighth of the snapshot), so the next open replays nothing.
     pub checkpoint_interval_bytes: u64,
     /// Keep Bloom filters in T1's sorted regions (ablation switch).
     pub bloom: bool,

@@ -341,3 +341,56 @@ fn torn_record_before_a_seal_is_truncated_not_corruption() {
     let db = open(dir.path());
     check(&db, 0, n - 1, 700);
 }
+
+/// The number in the last "replayed N records" line of `LOG`.
+fn last_replay(dir: &std::path::Path) -> u64 {
+    let log = info_log(dir);
+    log.lines()
+        .rev()
+        .filter_map(|l| l.split("replayed ").nth(1))
+        .find_map(|r| r.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no replay in LOG:\n{log}"))
+}
+
+#[test]
+fn close_checkpoints_a_large_log_so_the_next_open_replays_nothing() {
+    // Background off: only the close can checkpoint. With a 4 MiB
+    // interval, the close checkpoints once 1 MiB of log is pending.
+    let opts = |interval: u64| {
+        vmemkv::Options::default()
+            .segment_size(1 << 20)
+            .background(false)
+            .checkpoint_interval_bytes(interval)
+    };
+    let open_with = |dir: &std::path::Path, interval: u64| {
+        Db::open(dir, opts(interval)).unwrap_or_else(|e| panic!("open: {e}"))
+    };
+    let dir = tmp();
+    {
+        let db = open_with(dir.path(), 4 << 20);
+        fill(&db, 0, 3000, 700); // ~2.3 MB of log
+    }
+    assert!(info_log(dir.path()).contains("checkpoint 1:"));
+    let db = open_with(dir.path(), 4 << 20);
+    assert_eq!(last_replay(dir.path()), 0);
+    check(&db, 0, 3000, 700);
+    // A small tail is left to the replay.
+    fill(&db, 3000, 3010, 700);
+    drop(db);
+    let db = open_with(dir.path(), 4 << 20);
+    assert_eq!(last_replay(dir.path()), 10);
+    check(&db, 0, 3010, 700);
+    drop(db);
+
+    // An interval of 0 turns the automatic checkpoints off, this one too.
+    let dir = tmp();
+    drop({
+        let db = open_with(dir.path(), 0);
+        fill(&db, 0, 3000, 700);
+        db
+    });
+    assert!(!dir.path().join("MANIFEST").exists());
+    let db = open_with(dir.path(), 0);
+    assert_eq!(last_replay(dir.path()), 3000);
+    check(&db, 0, 3000, 700);
+}

@@ -170,3 +170,128 @@ fn sigkill_mid_write_loses_no_acknowledged_sync_write() {
         "no sorted run was under way in any round: {log}"
     );
 }
+
+const CLOSE_CHILD_ENV: &str = "VMEMKV_CRASH_CLOSE_CHILD";
+const CLOSE_KEYS: u64 = 40_000;
+
+fn close_value(i: u64, round: u64) -> Vec<u8> {
+    value(i, round, 100 + ((i * 37) % 400) as usize)
+}
+
+/// The close child: writes every key in a scrambled order (version
+/// `round`), prints `CLOSING`, drops the database (the close sorts the
+/// tail and checkpoints) and prints `CLOSED`.
+fn close_child(dir: &str, round: u64) -> ! {
+    let opts = Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(5)
+        .checkpoint_interval_bytes(8 << 20)
+        // No run comes due during the load (~17 MB of log); the close
+        // sorts it all.
+        .sorted_run_bytes(64 << 20)
+        .order_idle_ms(0);
+    let db = Db::open(dir, opts).unwrap_or_else(|e| panic!("close child open: {e}"));
+    for n in 0..CLOSE_KEYS {
+        let i = (n * 7919) % CLOSE_KEYS;
+        db.put(&key(i), &close_value(i, round))
+            .unwrap_or_else(|e| panic!("close child put: {e}"));
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "CLOSING");
+    let _ = out.flush();
+    drop(db);
+    let _ = writeln!(out, "CLOSED");
+    let _ = out.flush();
+    std::process::exit(0)
+}
+
+#[test]
+fn sigkill_during_close_loses_no_write() {
+    if let (Ok(dir), Ok(round)) = (
+        std::env::var(CLOSE_CHILD_ENV),
+        std::env::var("VMEMKV_CRASH_CLOSE_ROUND"),
+    ) {
+        close_child(&dir, round.parse().unwrap_or(0));
+    }
+    let dir = tmp();
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+    let mut cut_short = 0;
+    // Kills from the start of the close on, then a close left to finish
+    // (`None`); each round reopens what the last one left.
+    let delays_ms = [
+        Some(0u64),
+        Some(2),
+        Some(5),
+        Some(10),
+        Some(20),
+        Some(40),
+        Some(80),
+        Some(400),
+        None,
+    ];
+    for (round, delay) in delays_ms.iter().enumerate() {
+        let mut c = Command::new(&exe)
+            .args([
+                "--exact",
+                "sigkill_during_close_loses_no_write",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CLOSE_CHILD_ENV, dir.path())
+            .env("VMEMKV_CRASH_CLOSE_ROUND", round.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn: {e}"));
+        let stdout = c.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let mut lines = BufReader::new(stdout).lines();
+        // libtest's "test ... " may precede the child's first line.
+        let closing = lines.any(|l| l.is_ok_and(|l| l.ends_with("CLOSING")));
+        assert!(closing, "round {round}: the child never reached its close");
+        if let Some(ms) = delay {
+            std::thread::sleep(Duration::from_millis(*ms));
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGKILL) };
+        }
+        let _ = c.wait();
+        let closed = lines.any(|l| l.is_ok_and(|l| l.ends_with("CLOSED")));
+        assert!(closed || delay.is_some(), "round {round}: the close failed");
+        if !closed {
+            cut_short += 1;
+        }
+
+        // Every write preceded the close, and a killed process loses
+        // nothing the page cache holds: all of this round must be there.
+        let db = Db::open(
+            dir.path(),
+            Options::default().segment_size(1 << 20).background(false),
+        )
+        .unwrap_or_else(|e| panic!("round {round}: reopen after SIGKILL in close: {e}"));
+        for i in 0..CLOSE_KEYS {
+            assert_eq!(
+                db.get(&key(i)).unwrap_or_else(|e| panic!("{e}")),
+                Some(close_value(i, round as u64)),
+                "round {round} (kill {delay:?} ms into the close): key {i}"
+            );
+        }
+        assert_eq!(dump(&db).len() as u64, CLOSE_KEYS, "round {round}");
+    }
+    let log = info_log(dir.path());
+    for l in log
+        .lines()
+        .filter(|l| l.contains("sorted run") || l.contains("replayed") || l.contains("close"))
+    {
+        eprintln!("{l}");
+    }
+    eprintln!("{cut_short} of {} closes were cut short", delays_ms.len());
+    // No run comes due while a child writes: every sort is a close's.
+    let (began, ended) = (
+        log.matches("sorted run: sorting").count(),
+        log.matches("sorted run: sorted").count(),
+    );
+    assert!(
+        began > ended && ended >= 1,
+        "no close was killed inside its sort ({began} began, {ended} ended): {log}"
+    );
+    assert!(cut_short > 0, "every close finished before its kill: {log}");
+}

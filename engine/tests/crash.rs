@@ -216,20 +216,31 @@ fn sigkill_during_close_loses_no_write() {
     let dir = tmp();
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
     let mut cut_short = 0;
-    // Kills from the start of the close on, then a close left to finish
-    // (`None`); each round reopens what the last one left.
-    let delays_ms = [
-        Some(0u64),
-        Some(2),
-        Some(5),
-        Some(10),
-        Some(20),
-        Some(40),
-        Some(80),
-        Some(400),
-        None,
+    // When each kill lands: some time after the child says it closes, or
+    // after its close has begun sorting (found in `LOG`), so that kills
+    // land inside the sort however long stopping the background threads
+    // takes; the last close is left to finish. Each round reopens what
+    // the last one left.
+    #[derive(Debug, Clone, Copy)]
+    enum Kill {
+        AfterClosing(u64),
+        AfterSortBegan(u64),
+        Never,
+    }
+    let kills = [
+        Kill::AfterClosing(0),
+        Kill::AfterClosing(5),
+        Kill::AfterSortBegan(0),
+        Kill::AfterSortBegan(2),
+        Kill::AfterSortBegan(10),
+        Kill::AfterSortBegan(30),
+        Kill::AfterSortBegan(100),
+        Kill::AfterClosing(400),
+        Kill::Never,
     ];
-    for (round, delay) in delays_ms.iter().enumerate() {
+    let sorts_begun = || info_log(dir.path()).matches("sorted run: sorting").count();
+    for (round, kill) in kills.iter().enumerate() {
+        let begun = sorts_begun();
         let mut c = Command::new(&exe)
             .args([
                 "--exact",
@@ -248,8 +259,23 @@ fn sigkill_during_close_loses_no_write() {
         // libtest's "test ... " may precede the child's first line.
         let closing = lines.any(|l| l.is_ok_and(|l| l.ends_with("CLOSING")));
         assert!(closing, "round {round}: the child never reached its close");
+        let delay = match kill {
+            Kill::AfterClosing(ms) => Some(*ms),
+            Kill::AfterSortBegan(ms) => {
+                let t0 = Instant::now();
+                while sorts_begun() == begun {
+                    assert!(
+                        t0.elapsed() < Duration::from_secs(30),
+                        "round {round}: the close never began its sort"
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Some(*ms)
+            }
+            Kill::Never => None,
+        };
         if let Some(ms) = delay {
-            std::thread::sleep(Duration::from_millis(*ms));
+            std::thread::sleep(Duration::from_millis(ms));
             // SAFETY: kill(2) on our own child's pid.
             unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGKILL) };
         }
@@ -271,7 +297,7 @@ fn sigkill_during_close_loses_no_write() {
             assert_eq!(
                 db.get(&key(i)).unwrap_or_else(|e| panic!("{e}")),
                 Some(close_value(i, round as u64)),
-                "round {round} (kill {delay:?} ms into the close): key {i}"
+                "round {round} ({kill:?}): key {i}"
             );
         }
         assert_eq!(dump(&db).len() as u64, CLOSE_KEYS, "round {round}");
@@ -283,7 +309,7 @@ fn sigkill_during_close_loses_no_write() {
     {
         eprintln!("{l}");
     }
-    eprintln!("{cut_short} of {} closes were cut short", delays_ms.len());
+    eprintln!("{cut_short} of {} closes were cut short", kills.len());
     // No run comes due while a child writes: every sort is a close's.
     let (began, ended) = (
         log.matches("sorted run: sorting").count(),

@@ -1,5 +1,6 @@
-//! Iterator readahead: once an iterator scans forward, the value pages of
-//! the entries ahead are handed to the kernel before they are touched.
+//! Pages ahead of their use: once an iterator scans forward, the value
+//! pages of the entries ahead are handed to the kernel before they are
+//! touched; and a new segment is cached before the writer reaches it.
 
 mod common;
 
@@ -100,4 +101,34 @@ fn a_warm_start_does_not_stop_readahead_for_large_values() {
         it.next();
     }
     assert_eq!(n, 400);
+}
+
+#[test]
+fn a_new_segment_is_in_the_page_cache_before_writes_reach_it() {
+    let dir = tmp();
+    let o = vmemkv::Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(5);
+    let db = vmemkv::Db::open(dir.path(), o).unwrap_or_else(|e| panic!("{e}"));
+    // ~1.2 MB: the log rolls over into the spare segment, whose second
+    // half no write has reached.
+    put_range(&db, 400, 0, 3000);
+    let segs = db.segments();
+    let active = segs.last().unwrap_or_else(|| panic!("no segment"));
+    assert!(active.id >= 1, "no rollover");
+    let (start, len) = (active.size() / 2, active.size() / 2 - 4096);
+    let pages = len / 4096;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut resident = 0;
+    while std::time::Instant::now() < deadline {
+        resident = residency::resident_pages_in(active, start, len);
+        if resident * 10 >= pages * 9 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        resident * 10 >= pages * 9,
+        "{resident} of {pages} pages ahead of the writer are cached"
+    );
 }

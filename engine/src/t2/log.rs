@@ -292,18 +292,23 @@ impl Log {
         if self.spare.lock().as_ref().is_some_and(|s| s.id == next) || next == 0 {
             return Ok(false);
         }
-        let _g = self.roll.lock();
-        if self.active_id().wrapping_add(1) != next {
-            return Ok(false);
-        }
-        let seg = Arc::new(Segment::create(
-            &self.dir,
-            next,
-            self.seg_size,
-            self.map_opts,
-        )?);
-        sync_dir(&self.dir)?;
-        *self.spare.lock() = Some(seg);
+        let seg = {
+            let _g = self.roll.lock();
+            if self.active_id().wrapping_add(1) != next {
+                return Ok(false);
+            }
+            let seg = Arc::new(Segment::create(
+                &self.dir,
+                next,
+                self.seg_size,
+                self.map_opts,
+            )?);
+            sync_dir(&self.dir)?;
+            *self.spare.lock() = Some(seg.clone());
+            seg
+        };
+        // Outside the rollover lock: a writer may take the spare meanwhile.
+        seg.populate();
         Ok(true)
     }
 

@@ -243,16 +243,7 @@ impl Log {
         let spare = self.spare.lock().take().filter(|s| s.id == next);
         let seg = match spare {
             Some(s) => s,
-            None => {
-                let s = Arc::new(Segment::create(
-                    &self.dir,
-                    next,
-                    self.seg_size,
-                    self.map_opts,
-                )?);
-                sync_dir(&self.dir)?;
-                s
-            }
+            None => self.create_segment(next)?,
         };
         // Seal the full segment before any record can land in the next one:
         // a sync of a later record flushes this slot too (it lies below that
@@ -285,6 +276,18 @@ impl Log {
         Ok(())
     }
 
+    /// Creates segment `id`, durably named in the directory.
+    fn create_segment(&self, id: u32) -> Result<Arc<Segment>> {
+        let s = Arc::new(Segment::create(
+            &self.dir,
+            id,
+            self.seg_size,
+            self.map_opts,
+        )?);
+        sync_dir(&self.dir)?;
+        Ok(s)
+    }
+
     /// Creates the spare segment if there is none; called by the
     /// maintenance thread. Returns whether it created one.
     pub fn prepare_spare(&self) -> Result<bool> {
@@ -297,13 +300,7 @@ impl Log {
             if self.active_id().wrapping_add(1) != next {
                 return Ok(false);
             }
-            let seg = Arc::new(Segment::create(
-                &self.dir,
-                next,
-                self.seg_size,
-                self.map_opts,
-            )?);
-            sync_dir(&self.dir)?;
+            let seg = self.create_segment(next)?;
             *self.spare.lock() = Some(seg.clone());
             seg
         };

@@ -110,6 +110,13 @@ fn a_new_segment_is_in_the_page_cache_before_writes_reach_it() {
         .segment_size(1 << 20)
         .maintenance_interval_ms(5);
     let db = vmemkv::Db::open(dir.path(), o).unwrap_or_else(|e| panic!("{e}"));
+    // The spare is created (and populated) by a background thread; a
+    // rollover that comes first creates its own segment, uncached.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !seg_path(dir.path(), 1).exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
     // ~1.2 MB: the log rolls over into the spare segment, whose second
     // half no write has reached.
     put_range(&db, 400, 0, 3000);

@@ -110,7 +110,7 @@ fn a_new_segment_is_in_the_page_cache_before_writes_reach_it() {
         .segment_size(1 << 20)
         .maintenance_interval_ms(5);
     let db = vmemkv::Db::open(dir.path(), o).unwrap_or_else(|e| panic!("{e}"));
-    // The spare is created (and populated) by a background thread; a
+    // The spare is created (and cached) by a background thread; a
     // rollover that comes first creates its own segment, uncached.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while !seg_path(dir.path(), 1).exists() && std::time::Instant::now() < deadline {

@@ -289,24 +289,19 @@ impl Log {
     }
 
     /// Creates the spare segment if there is none; called by the
-    /// maintenance thread. Returns whether it created one.
-    pub fn prepare_spare(&self) -> Result<bool> {
+    /// maintenance thread. Returns the segment it created.
+    pub fn prepare_spare(&self) -> Result<Option<Arc<Segment>>> {
         let next = self.active_id().wrapping_add(1);
         if self.spare.lock().as_ref().is_some_and(|s| s.id == next) || next == 0 {
-            return Ok(false);
+            return Ok(None);
         }
-        let seg = {
-            let _g = self.roll.lock();
-            if self.active_id().wrapping_add(1) != next {
-                return Ok(false);
-            }
-            let seg = self.create_segment(next)?;
-            *self.spare.lock() = Some(seg.clone());
-            seg
-        };
-        // Outside the rollover lock: a writer may take the spare meanwhile.
-        seg.populate();
-        Ok(true)
+        let _g = self.roll.lock();
+        if self.active_id().wrapping_add(1) != next {
+            return Ok(None);
+        }
+        let seg = self.create_segment(next)?;
+        *self.spare.lock() = Some(seg.clone());
+        Ok(Some(seg))
     }
 
     /// Waits up to `timeout` for a rollover to consume the spare.

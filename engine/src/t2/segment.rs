@@ -409,16 +409,16 @@ impl Segment {
             })
     }
 
-    /// Brings every page of a new segment into the page cache, zeroed and
-    /// clean (`MADV_POPULATE_READ`; the file's blocks are unwritten, so
-    /// nothing is read from disk). A `pwrite` of a partial page into a
-    /// page not yet cached has the kernel zero the rest of the page first,
-    /// in the writer's call: 18.6% of all CPU samples of a `fillseq` of
-    /// 512-byte values. Done by the thread that prepares the spare
-    /// segment, the writer then only copies. Advisory: a failure (an
-    /// older kernel) leaves the zeroing to the writer.
-    pub fn populate(&self) {
-        let _ = self.map.advise(memmap2::Advice::PopulateRead);
+    /// Asks the kernel to bring every page of a new segment into the page
+    /// cache (`MADV_WILLNEED`: readahead; the file's blocks are unwritten,
+    /// so the pages are zeroed, nothing is read from disk, and nothing is
+    /// mapped). A `pwrite` of a partial page into a page not yet cached
+    /// has the kernel zero the rest of the page first, in the writer's
+    /// call: 18.6% of all CPU samples of a `fillseq` of 512-byte values.
+    /// The thread that prepares the spare segment calls this, so the
+    /// writer then only copies. Advisory.
+    pub fn cache_ahead(&self) {
+        self.will_need(0, self.size);
     }
 
     /// Asks the kernel to start reading `[off, off+len)` into the page cache

@@ -369,21 +369,21 @@ fn preallocate(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
             }
         }
         sealed_upto = active;
-        let prepared = inner.log.prepare_spare();
-        if let Ok(Some(seg)) = &prepared {
+        match inner.log.prepare_spare() {
             // Not niced: at nice 10 the writer reached the pages first and
             // `fillseq` gained nothing (431k / 421k against 437k / 438k).
-            seg.cache_ahead();
-        }
-        if let Err(e) = prepared {
-            inner
-                .info
-                .log(format_args!("preallocating a segment failed: {e}"));
-            let mut s = stop.0.lock();
-            if !*s {
-                stop.1.wait_for(&mut s, Duration::from_secs(1));
+            Ok(Some(seg)) => seg.cache_ahead(),
+            Ok(None) => {}
+            Err(e) => {
+                inner
+                    .info
+                    .log(format_args!("preallocating a segment failed: {e}"));
+                let mut s = stop.0.lock();
+                if !*s {
+                    stop.1.wait_for(&mut s, Duration::from_secs(1));
+                }
+                continue;
             }
-            continue;
         }
         inner.log.wait_spare_needed(Duration::from_millis(200));
     }

@@ -202,7 +202,7 @@ impl Runs {
                 return Some(Some(i));
             }
         }
-        (written(inner).saturating_sub(self.tail_written) >= threshold).then_some(None)
+        (self.unsorted(inner) >= threshold).then_some(None)
     }
 
     fn start(&self, inner: &Inner, merges: Option<usize>) -> Job {

@@ -72,7 +72,7 @@ pub(crate) struct CkptState {
 /// keys, ~4.5 GB per 256 MiB of log). With the ratio, snapshots write at
 /// most half as many bytes as the log, and a replay reads about twice
 /// what loading the snapshot reads.
-const LOG_PER_SNAPSHOT: u64 = 2;
+pub(crate) const LOG_PER_SNAPSHOT: u64 = 2;
 
 /// Shared state behind [`Db`]; the maintenance thread holds it too.
 pub(crate) struct Inner {

@@ -65,8 +65,12 @@ pub struct Options {
     /// A sealed segment is a defragment candidate once this fraction of
     /// its bytes is garbage (default 0.5).
     pub defrag_garbage_ratio: f64,
-    /// Upper bound of live bytes relocated per defragment cycle
-    /// (default 256 MiB).
+    /// Live bytes relocated per maintenance cycle (defragment, a step of
+    /// the key-order pass or of a merge; default 256 MiB), each cycle
+    /// ending with a checkpoint; at most an eighth of the live bytes. A
+    /// cycle moves up to twice the T1 snapshot instead when that is more
+    /// (a large index), within a quarter of the live bytes, so that the
+    /// checkpoints stay under half of the bytes moved.
     pub defrag_max_bytes_per_cycle: u64,
     /// How defragment finds live values: `Some(true)` walks T1 once,
     /// `Some(false)` walks each candidate segment's records (a T1 lookup per

@@ -478,3 +478,46 @@ fn automatic_checkpoints_wait_for_twice_the_snapshot_in_log() {
         );
     }
 }
+
+/// A maintenance step ends with a checkpoint, which rewrites all of T1; so
+/// a step moves up to twice the snapshot (within a quarter of the live
+/// bytes) rather than `defrag_max_bytes_per_cycle` when the index is large
+/// against that cap. 200-byte keys make the snapshot about half of the
+/// live bytes, and a 1 MiB cap then means a quarter of them per step.
+#[test]
+fn maintenance_steps_grow_with_the_snapshot() {
+    let dir = tmp();
+    let opts = Options::default()
+        .segment_size(1 << 20)
+        .defrag_max_bytes_per_cycle(1 << 20)
+        .background(false);
+    let db = Db::open(dir.path(), opts).unwrap_or_else(|e| panic!("{e}"));
+    let (keys, len) = (60_000u64, 200usize);
+    let long = |i: u64| {
+        let mut k = key(i);
+        k.resize(200, b'-');
+        k
+    };
+    for i in 0..keys {
+        db.put(&long(i), &value(i, 0, len))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    db.checkpoint().unwrap_or_else(|e| panic!("{e}"));
+    let s0 = db.statistics();
+    assert!(s0.checkpoint_last_bytes >= keys * 200, "{s0:?}");
+    // The key-order pass packs the load: every value moves.
+    let r = db.wait_for_compaction().unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.moved_values >= keys - 1, "{r:?}");
+    let steps = db.statistics().checkpoints - s0.checkpoints;
+    // ~28 MB live: four steps of a quarter (five with rounding). With
+    // 1 MiB steps it takes 15: a step stops only between windows of 4096
+    // values (1.6 MB here).
+    assert!((2..=5).contains(&steps), "{steps} steps: {r:?}");
+    for i in 0..keys {
+        assert_eq!(
+            db.get(&long(i)).ok().flatten(),
+            Some(value(i, 0, len)),
+            "key {i}"
+        );
+    }
+}

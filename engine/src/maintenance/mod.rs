@@ -20,7 +20,7 @@ pub(crate) use order::{compact_range, order_all};
 
 use crate::apply::relocation_old;
 use crate::batch::{BatchIter, BatchOp};
-use crate::db::Inner;
+use crate::db::{Inner, LOG_PER_SNAPSHOT};
 use crate::error::{Error, Result};
 use crate::index::Payload;
 use crate::stats::Counters;
@@ -211,19 +211,31 @@ fn compact_by_index_walk(
     mover.flush(rep)
 }
 
-/// The bytes one cycle (defragment, or a step of the background key-order
-/// pass) may move. Relocated copies exist beside their originals until the
-/// cycle's checkpoint retires the old segments, so a cycle may add up to its
-/// budget to T2: an eighth of the live bytes keeps that transient at 0.125x
-/// (a cycle moving all 200 MB live at once peaked at 2.9x).
+/// The bytes one cycle (defragment, a step of the background key-order
+/// pass, or of a merge of sorted runs) may move. Relocated copies exist
+/// beside their originals until the cycle's checkpoint retires the old
+/// segments, so a cycle may add up to its budget to T2: an eighth of the
+/// live bytes keeps that transient at 0.125x (a cycle moving all 200 MB
+/// live at once peaked at 2.9x). That checkpoint rewrites all of T1,
+/// though, and at 50M keys a 256 MiB cycle would write 4.5 GB of snapshot
+/// for it; so the budget is raised to [`LOG_PER_SNAPSHOT`] snapshots, as
+/// for the automatic checkpoint (`Inner::checkpoint_due`), and the
+/// transient then allowed up to a quarter of the live bytes.
 fn cycle_budget(inner: &Inner) -> u64 {
-    inner
-        .opts
-        .defrag_max_bytes_per_cycle
-        .min((inner.log.live_bytes() / 8).max(inner.log.segment_size() as u64))
+    let cap = inner.opts.defrag_max_bytes_per_cycle;
+    let snapshots = inner
+        .snapshot_bytes
+        .load(Ordering::Relaxed)
+        .saturating_mul(LOG_PER_SNAPSHOT);
+    let (limit, share) = if snapshots > cap {
+        (snapshots, 4)
+    } else {
+        (cap, 8)
+    };
+    limit.min((inner.log.live_bytes() / share).max(inner.log.segment_size() as u64))
 }
 
-/// One defragment cycle (bounded by `defrag_max_bytes_per_cycle`).
+/// One defragment cycle (bounded by [`cycle_budget`]).
 pub(crate) fn defragment(inner: &Inner) -> Result<DefragReport> {
     let _g = inner.defrag.lock();
     let t0 = Instant::now();

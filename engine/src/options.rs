@@ -90,9 +90,11 @@ pub struct Options {
     /// `background`.
     pub max_space_amplification: f64,
     /// Once no write has arrived for this long, the maintenance thread
-    /// rewrites key ranges whose values lie scattered (a random-order load)
-    /// in key order, in bounded steps that stop when writes resume, so
-    /// later scans read contiguous extents (default 1000; 0 = never; needs
+    /// rewrites key ranges whose values are mostly not packed in key order
+    /// (a random-order load, or a key-order load as written, with a record
+    /// header and the key between every two values) in key order, packed,
+    /// in bounded steps that stop when writes resume, so later scans read
+    /// contiguous extents of values only (default 1000; 0 = never; needs
     /// `background`). `Db::compact_range` does the same on demand.
     pub order_idle_ms: u64,
     /// Each time writers have appended this many bytes since the last

@@ -1,6 +1,7 @@
 //! The key-order pass: values of a random-order load are rewritten in key
 //! order once writes go quiet (or on `wait_for_compaction`), a key-order
-//! load with sparse overwrites is left alone, and nothing moves while
+//! load is packed once and its sparse overwrites are left alone, runs do
+//! not copy key-order writes, and nothing moves while
 //! writes keep coming or when the pass is off. Each case checks the data
 //! against a model, and after a reopen.
 
@@ -90,18 +91,38 @@ fn wait_for_compaction_orders_a_random_load_and_then_moves_nothing() {
     check(db, dir.path(), &model);
 }
 
-#[test]
-fn sparse_overwrites_of_a_key_order_load_are_left_in_place() {
-    let dir = tmp();
-    let db = open_with(dir.path(), None);
-    let mut model = Model::new();
+/// `N` keys of 200 B written in key order.
+fn key_order_load(db: &Db) -> Model {
+    let mut m = Model::new();
     for i in 0..N {
         let v = value(i, 0, 200);
         db.put(&key(i), &v).unwrap_or_else(|e| panic!("{e}"));
-        model.insert(key(i), v);
+        m.insert(key(i), v);
     }
-    // 2% of the keys rewritten at random: each is one scattered value in a
-    // window of ordered ones, not worth a copy.
+    m
+}
+
+/// A key-order load as written has a record header and the key between
+/// every two values; the pass packs it once (RocksDB's compaction rewrites
+/// its flushes too). Sparse overwrites of the packed load are then left
+/// in place: each is one scattered value in a window of packed ones, not
+/// worth a copy.
+#[test]
+fn a_key_order_load_is_packed_once_and_sparse_overwrites_are_left_in_place() {
+    let dir = tmp();
+    let db = open_with(dir.path(), None);
+    let mut model = key_order_load(&db);
+    assert!(back_to_back(dir.path(), 200) < N / 50, "written packed?");
+    let r = db.wait_for_compaction().unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.moved_values >= N - 1, "{r:?}");
+    let adjacent = back_to_back(dir.path(), 200);
+    assert!(
+        adjacent >= N - N / 50,
+        "only {adjacent} of {N} values follow the previous key's directly"
+    );
+    let again = db.wait_for_compaction().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.moved_values, 0, "{again:?}");
+    // 2% of the keys rewritten at random.
     for n in 0..N / 50 {
         let i = (n * 7919 + 13) % N;
         let v = value(i, 1, 200);
@@ -303,6 +324,36 @@ fn cold_scan_reads(db: &Db, model: &Model) -> u64 {
         assert!(!ms.next_entry().unwrap_or_else(|e| panic!("{e}")));
     }
     ms.stats().reads
+}
+
+/// Sorted runs leave key-order writes where they are: copying them while
+/// they are written would double a `fillseq`'s writes, and the quiet-time
+/// pass packs them later in one go.
+#[test]
+fn runs_do_not_copy_a_key_order_load() {
+    let dir = tmp();
+    let o = Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(5)
+        .order_idle_ms(0)
+        .sort_tail_at_close(false)
+        .sorted_run_bytes(1 << 20);
+    let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("open: {e}"));
+    let model = key_order_load(&db);
+    let sorted = || info_log(dir.path()).matches("sorted run: sorted").count();
+    let t0 = Instant::now();
+    while sorted() < 3 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no runs: {:?}\n{}",
+            db.statistics(),
+            info_log(dir.path())
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(db.statistics().ordered_values, 0, "{:?}", db.statistics());
+    assert!(back_to_back(dir.path(), 200) < N / 50);
+    check(db, dir.path(), &model);
 }
 
 #[test]

@@ -180,15 +180,15 @@ fn close_value(i: u64, round: u64) -> Vec<u8> {
 
 /// The close child: writes every key in a scrambled order (version
 /// `round`), prints `CLOSING`, drops the database (the close sorts the
-/// tail and checkpoints) and prints `CLOSED`.
-fn close_child(dir: &str, round: u64) -> ! {
+/// tail and checkpoints) and prints `CLOSED`. With `run_bytes` under the
+/// load's ~17 MB of log, runs come due while it writes, and the close
+/// usually finds one of them under way.
+fn close_child(dir: &str, round: u64, run_bytes: u64) -> ! {
     let opts = Options::default()
         .segment_size(1 << 20)
         .maintenance_interval_ms(5)
         .checkpoint_interval_bytes(8 << 20)
-        // No run comes due during the load (~17 MB of log); the close
-        // sorts it all.
-        .sorted_run_bytes(64 << 20)
+        .sorted_run_bytes(run_bytes)
         .order_idle_ms(0);
     let db = Db::open(dir, opts).unwrap_or_else(|e| panic!("close child open: {e}"));
     for n in 0..CLOSE_KEYS {
@@ -205,51 +205,34 @@ fn close_child(dir: &str, round: u64) -> ! {
     std::process::exit(0)
 }
 
-#[test]
-fn sigkill_during_close_loses_no_write() {
-    if let (Ok(dir), Ok(round)) = (
-        std::env::var(CLOSE_CHILD_ENV),
-        std::env::var("VMEMKV_CRASH_CLOSE_ROUND"),
-    ) {
-        close_child(&dir, round.parse().unwrap_or(0));
-    }
+/// When a close child is killed: some time after it says it closes, or
+/// after `LOG` shows the close reached a given step, so that kills land
+/// inside that step however long stopping the background threads takes.
+#[derive(Debug, Clone, Copy)]
+enum Kill {
+    AfterClosing(u64),
+    AfterMark(u64),
+    Never,
+}
+
+/// Runs one close child per kill in `kills` on one directory (each round
+/// reopens what the last one left) and checks that every key is at its
+/// round's version. `mark` is the `LOG` text of the step `AfterMark`
+/// waits for; a close that never reaches it within a second is left to
+/// finish. Returns the closes killed, those killed after `mark` (before
+/// they finished), and the `LOG`.
+fn close_rounds(test: &str, run_bytes: u64, mark: &str, kills: &[Kill]) -> (u32, u32, String) {
     let dir = tmp();
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
-    let mut cut_short = 0;
-    // When each kill lands: some time after the child says it closes, or
-    // after its close has begun sorting (found in `LOG`), so that kills
-    // land inside the sort however long stopping the background threads
-    // takes; the last close is left to finish. Each round reopens what
-    // the last one left.
-    #[derive(Debug, Clone, Copy)]
-    enum Kill {
-        AfterClosing(u64),
-        AfterSortBegan(u64),
-        Never,
-    }
-    let kills = [
-        Kill::AfterClosing(0),
-        Kill::AfterClosing(5),
-        Kill::AfterSortBegan(0),
-        Kill::AfterSortBegan(2),
-        Kill::AfterSortBegan(10),
-        Kill::AfterSortBegan(30),
-        Kill::AfterSortBegan(100),
-        Kill::AfterClosing(400),
-        Kill::Never,
-    ];
-    let sorts_begun = || info_log(dir.path()).matches("sorted run: sorting").count();
+    let (mut cut_short, mut after_mark) = (0, 0);
+    let marks = || info_log(dir.path()).matches(mark).count();
     for (round, kill) in kills.iter().enumerate() {
-        let begun = sorts_begun();
+        let seen = marks();
         let mut c = Command::new(&exe)
-            .args([
-                "--exact",
-                "sigkill_during_close_loses_no_write",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
             .env(CLOSE_CHILD_ENV, dir.path())
             .env("VMEMKV_CRASH_CLOSE_ROUND", round.to_string())
+            .env("VMEMKV_CRASH_CLOSE_RUN_BYTES", run_bytes.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -261,19 +244,16 @@ fn sigkill_during_close_loses_no_write() {
         assert!(closing, "round {round}: the child never reached its close");
         let delay = match kill {
             Kill::AfterClosing(ms) => Some(*ms),
-            Kill::AfterSortBegan(ms) => {
+            Kill::AfterMark(ms) => {
                 let t0 = Instant::now();
-                while sorts_begun() == begun {
-                    assert!(
-                        t0.elapsed() < Duration::from_secs(30),
-                        "round {round}: the close never began its sort"
-                    );
+                while marks() == seen && t0.elapsed() < Duration::from_secs(1) {
                     std::thread::sleep(Duration::from_millis(1));
                 }
-                Some(*ms)
+                (marks() > seen).then_some(*ms)
             }
             Kill::Never => None,
         };
+        let marked = matches!(kill, Kill::AfterMark(_)) && delay.is_some();
         if let Some(ms) = delay {
             std::thread::sleep(Duration::from_millis(ms));
             // SAFETY: kill(2) on our own child's pid.
@@ -284,6 +264,7 @@ fn sigkill_during_close_loses_no_write() {
         assert!(closed || delay.is_some(), "round {round}: the close failed");
         if !closed {
             cut_short += 1;
+            after_mark += u32::from(marked);
         }
 
         // Every write preceded the close, and a killed process loses
@@ -309,7 +290,50 @@ fn sigkill_during_close_loses_no_write() {
     {
         eprintln!("{l}");
     }
-    eprintln!("{cut_short} of {} closes were cut short", kills.len());
+    eprintln!(
+        "{cut_short} of {} closes were cut short, {after_mark} after \"{mark}\"",
+        kills.len()
+    );
+    (cut_short, after_mark, log)
+}
+
+/// A child started by [`close_rounds`] runs [`close_child`] instead.
+fn maybe_close_child() {
+    if let (Ok(dir), Ok(round), Ok(run)) = (
+        std::env::var(CLOSE_CHILD_ENV),
+        std::env::var("VMEMKV_CRASH_CLOSE_ROUND"),
+        std::env::var("VMEMKV_CRASH_CLOSE_RUN_BYTES"),
+    ) {
+        close_child(
+            &dir,
+            round.parse().unwrap_or(0),
+            run.parse().unwrap_or(64 << 20),
+        );
+    }
+}
+
+#[test]
+fn sigkill_during_close_loses_no_write() {
+    maybe_close_child();
+    // No run comes due during the load; the close sorts it all. The last
+    // close is left to finish.
+    let kills = [
+        Kill::AfterClosing(0),
+        Kill::AfterClosing(5),
+        Kill::AfterMark(0),
+        Kill::AfterMark(2),
+        Kill::AfterMark(10),
+        Kill::AfterMark(30),
+        Kill::AfterMark(100),
+        Kill::AfterClosing(400),
+        Kill::Never,
+    ];
+    let (cut_short, _, log) = close_rounds(
+        "sigkill_during_close_loses_no_write",
+        64 << 20,
+        "sorted run: sorting",
+        &kills,
+    );
     // No run comes due while a child writes: every sort is a close's.
     let (began, ended) = (
         log.matches("sorted run: sorting").count(),
@@ -320,4 +344,37 @@ fn sigkill_during_close_loses_no_write() {
         "no close was killed inside its sort ({began} began, {ended} ended): {log}"
     );
     assert!(cut_short > 0, "every close finished before its kill: {log}");
+}
+
+/// Kills while a close moves again what a sort it cut short had moved
+/// (runs come due during the load, so one is usually under way at close).
+#[test]
+fn sigkill_while_a_close_redoes_a_cut_short_sort_loses_no_write() {
+    maybe_close_child();
+    // The move takes tens of milliseconds here: kills come soon after it
+    // begins.
+    let kills = [
+        Kill::AfterMark(0),
+        Kill::AfterMark(1),
+        Kill::AfterMark(3),
+        Kill::AfterMark(0),
+        Kill::AfterMark(10),
+        Kill::AfterMark(0),
+        Kill::AfterMark(2),
+        Kill::AfterMark(0),
+        Kill::AfterMark(5),
+        Kill::AfterMark(0),
+        Kill::Never,
+    ];
+    let (_, after_mark, log) = close_rounds(
+        "sigkill_while_a_close_redoes_a_cut_short_sort_loses_no_write",
+        4 << 20,
+        "close moves again",
+        &kills,
+    );
+    assert!(
+        after_mark > 0,
+        "no close was killed while it moved a cut-short sort's values again in {} rounds: {log}",
+        kills.len()
+    );
 }

@@ -466,3 +466,58 @@ fn close_sorts_the_tail_into_a_run() {
         "{sorted} reads after a close that sorted, {unsorted} after one that did not"
     );
 }
+
+/// A close that cuts a tail sort short moves what the sort had moved below
+/// the key where it stopped again, with what writers put behind it, so
+/// the load ends in one more run, not two (the second a small one that
+/// every range below that key would read as an extent of its own).
+#[test]
+fn a_close_that_cuts_a_sort_short_still_makes_one_run() {
+    let mut cut = 0;
+    for attempt in 0..6 {
+        let dir = tmp();
+        let o = Options::default()
+            .segment_size(1 << 20)
+            .maintenance_interval_ms(1)
+            .order_idle_ms(0)
+            .sorted_run_bytes(4 << 20);
+        let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("open: {e}"));
+        let n = 3 * N;
+        let mut model = Model::new();
+        let sorts = || info_log(dir.path()).matches("sorted run: sorting").count();
+        // Scrambled writes until the second sort has begun, then a few
+        // more (some land behind its walk), then the close.
+        let mut i = 0u64;
+        let mut extra: Option<u64> = None;
+        while i < 4 * n && extra.is_none_or(|e| e > 0) {
+            let k = (i * 7919) % n;
+            let v = value(k, i, 200);
+            db.put(&key(k), &v).unwrap_or_else(|e| panic!("{e}"));
+            model.insert(key(k), v);
+            i += 1;
+            extra = match extra {
+                Some(e) => Some(e - 1),
+                None if i.is_multiple_of(256) && sorts() >= 2 => Some(2000),
+                None => None,
+            };
+        }
+        drop(db);
+        let log = info_log(dir.path());
+        let Some((_, after)) = log.split_once("close moves again") else {
+            continue;
+        };
+        cut += 1;
+        assert_eq!(
+            (
+                after.matches("sorted run: sorted").count(),
+                after.matches("sorted run: sorting").count(),
+                after.contains("close leaves"),
+            ),
+            (1, 0, false),
+            "attempt {attempt}:\n{log}"
+        );
+        let db = open(dir.path());
+        assert_eq!(dump(&db), model, "attempt {attempt}");
+    }
+    assert!(cut > 0, "no close cut a sort short in 6 attempts");
+}

@@ -45,6 +45,17 @@ pub struct DefragReport {
     pub reclaimed_bytes: u64,
 }
 
+impl DefragReport {
+    /// Adds what `other` did.
+    pub(crate) fn absorb(&mut self, other: DefragReport) {
+        self.compacted_segments.extend(other.compacted_segments);
+        self.moved_values += other.moved_values;
+        self.moved_bytes += other.moved_bytes;
+        self.retired_segments.extend(other.retired_segments);
+        self.reclaimed_bytes += other.reclaimed_bytes;
+    }
+}
+
 fn live(s: &Segment) -> u64 {
     s.live.load(Ordering::Relaxed).max(0) as u64
 }

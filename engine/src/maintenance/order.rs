@@ -19,22 +19,26 @@ use crate::stats::Counters;
 
 /// What a walk keeps and what it moves.
 #[derive(Clone, Copy)]
-struct Policy {
+pub(crate) struct Policy {
     /// A value starting at most this many bytes after the end of the
     /// previous value of the walk, in the same segment, continues its run.
     max_gap: u64,
     /// A window's scattered values move only when they are at least this
     /// fraction of it.
     min_scattered: f64,
+    /// Runs of [`IN_ORDER_RUN`] values stay; when false, every selected
+    /// value moves.
+    keep_runs: bool,
 }
 
 /// Sorted runs while writes go on: runs whose gaps hold record headers and
 /// keys count as in order, so a key-order load is not copied while it is
 /// being written (that would double `fillseq`'s writes), and only windows
 /// that are mostly scattered move (see [`BACKGROUND_MIN_SCATTERED`]).
-const WHILE_WRITING: Policy = Policy {
+pub(crate) const WHILE_WRITING: Policy = Policy {
     max_gap: 4096,
     min_scattered: BACKGROUND_MIN_SCATTERED,
+    keep_runs: true,
 };
 
 /// The pass once writes go quiet, RocksDB's automatic compaction: values in
@@ -46,6 +50,7 @@ const WHILE_WRITING: Policy = Policy {
 const WHEN_QUIET: Policy = Policy {
     max_gap: crate::value_crc::VALUE_CRC_LEN as u64,
     min_scattered: BACKGROUND_MIN_SCATTERED,
+    keep_runs: true,
 };
 
 /// `compact_range`, a full rewrite asked for by the user: only values
@@ -56,6 +61,15 @@ const WHEN_QUIET: Policy = Policy {
 const COMPACT_RANGE: Policy = Policy {
     max_gap: crate::value_crc::VALUE_CRC_LEN as u64,
     min_scattered: 0.0,
+    keep_runs: true,
+};
+
+/// Every selected value moves, in key order (a close that cut a sort
+/// short, `runs.rs`).
+pub(crate) const EVERY: Policy = Policy {
+    max_gap: 0,
+    min_scattered: 0.0,
+    keep_runs: false,
 };
 
 /// Runs of at least this many values already in key order stay where they
@@ -119,7 +133,7 @@ impl<'a> Walk<'a> {
             self.kept += 1;
         } else {
             self.run.push((key.to_vec(), l, e));
-            if self.run.len() >= IN_ORDER_RUN {
+            if self.policy.keep_runs && self.run.len() >= IN_ORDER_RUN {
                 self.kept += self.run.len() as u64;
                 self.run.clear();
                 self.keeping = true;
@@ -169,20 +183,10 @@ pub(crate) fn every(_: Locator) -> bool {
 }
 
 /// Walks `[begin, end)` and moves the selected values that lie scattered
-/// by the rule of sorted runs ([`WHILE_WRITING`]; see [`Walk`]) until the range ends, `budget` bytes have moved, or
-/// `go_on` says stop (checked between windows). Does not checkpoint.
-pub(crate) fn walk(
-    inner: &Inner,
-    begin: Option<&[u8]>,
-    end: Option<&[u8]>,
-    select: Select<'_>,
-    budget: u64,
-    go_on: &dyn Fn() -> bool,
-) -> Result<Step> {
-    walk_with(inner, begin, end, WHILE_WRITING, select, budget, go_on)
-}
-
-fn walk_with(
+/// by `policy`'s rule (see [`Walk`]) until the range ends, `budget` bytes
+/// have moved, or `go_on` says stop (checked between windows). Does not
+/// checkpoint.
+pub(crate) fn walk_with(
     inner: &Inner,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
@@ -289,11 +293,7 @@ pub(crate) fn order_all(inner: &Inner) -> Result<DefragReport> {
     let mut from: Option<Vec<u8>> = None;
     loop {
         let step = background_step(inner, from.as_deref(), &|| true)?;
-        let r = step.rep;
-        total.moved_values += r.moved_values;
-        total.moved_bytes += r.moved_bytes;
-        total.retired_segments.extend(r.retired_segments);
-        total.reclaimed_bytes += r.reclaimed_bytes;
+        total.absorb(step.rep);
         match step.resume {
             Some(k) => from = Some(k),
             None => return Ok(total),

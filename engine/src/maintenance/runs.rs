@@ -41,7 +41,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use super::order::{self, Step};
-use super::{checkpoint_and_retire, count, cycle_budget};
+use super::{checkpoint_and_retire, count, cycle_budget, DefragReport};
 use crate::db::Inner;
 use crate::error::Result;
 use crate::index::Locator;
@@ -127,6 +127,11 @@ struct Job {
     /// The active segment when the job began: the next tail starts there.
     began: u32,
     resume: Option<Vec<u8>>,
+    /// Set by a close that cut this tail sort short at this key: what the
+    /// job moved below it and what writers put behind it since the job
+    /// began are moved again, all together, before the walk goes on (see
+    /// [`Runs::close`]).
+    redo_below: Option<Vec<u8>>,
     moved: u64,
     t0: Instant,
 }
@@ -217,6 +222,7 @@ impl Runs {
             level,
             began: inner.log.active_id(),
             resume: None,
+            redo_below: None,
             moved: 0,
             t0: Instant::now(),
         }
@@ -236,6 +242,15 @@ impl Runs {
     /// repay. A tail sort cut short by the close is finished; a merge is
     /// not (it may be eight runs long). Writes have stopped: the database
     /// is being dropped. Logs what is left out of every run.
+    ///
+    /// A tail sort cut short at key `k` has left behind it, in the keys
+    /// below `k`, the values writers put there while it ran. Sorted on
+    /// their own they made one more run, a small one that every range
+    /// below `k` reads as an extent of its own (a 5M-key load closed with
+    /// 6 runs scanned at 1103 ops/s, one closed with 5 at 1276; 2
+    /// threads). So the close moves what the sort had already moved below
+    /// `k` again, together with those values, and the sort then goes on
+    /// from `k`: one run, for about the prefix's moves again.
     pub(crate) fn close(&mut self, inner: &Inner) {
         if inner.opts.sorted_run_bytes == 0 {
             return;
@@ -246,10 +261,30 @@ impl Runs {
                 "sorted run: close cut a merge short; its runs stay as they are"
             ));
         }
+        let mut redone = false;
+        if let Some(job) = self.job.as_mut().filter(|_| inner.opts.sort_tail_at_close) {
+            if job.moved > 0 {
+                if let Some(k) = job.resume.take() {
+                    inner.info.log(format_args!(
+                        "sorted run: close moves again what the cut-short sort moved below the key where it stopped, with what was written behind it"
+                    ));
+                    job.redo_below = Some(k);
+                    redone = true;
+                }
+            }
+        }
         let min = (inner.opts.sorted_run_bytes / CLOSE_MIN_SHARE).max(1);
         let mut sorting = inner.opts.sort_tail_at_close;
         while sorting {
             if self.job.is_none() {
+                if redone {
+                    // Everything written so far went into that run.
+                    redone = false;
+                    self.tail = inner.log.active_id();
+                    self.tail_written = written(inner);
+                    inner.packed.forget_below(self.tail);
+                    self.publish(inner);
+                }
                 if self.unsorted(inner) < min {
                     sorting = false;
                     continue;
@@ -325,7 +360,28 @@ impl Runs {
             Some(_) => cycle_budget(inner),
             None => u64::MAX,
         };
-        let walked = order::walk(inner, job.resume.as_deref(), None, &select, budget, go_on);
+        let mut redo = DefragReport::default();
+        if let Some(k) = job.redo_below.take() {
+            let began = job.began;
+            let again = |l: Locator| select(l) && l.segment >= began;
+            match order::walk_with(inner, None, Some(&k), order::EVERY, &again, budget, go_on) {
+                Ok(step) => redo = step.rep,
+                Err(e) => {
+                    self.job = None;
+                    return Err(e);
+                }
+            }
+            job.resume = Some(k);
+        }
+        let walked = order::walk_with(
+            inner,
+            job.resume.as_deref(),
+            None,
+            order::WHILE_WRITING,
+            &select,
+            budget,
+            go_on,
+        );
         let Step {
             mut rep, resume, ..
         } = match walked {
@@ -338,6 +394,7 @@ impl Runs {
                 return Err(e);
             }
         };
+        rep.absorb(redo);
         job.moved += rep.moved_values;
         let done = resume.is_none();
         job.resume = resume;

@@ -30,7 +30,8 @@
 //! after each (a run's values lie in key order, so its segments empty as
 //! the walk passes them) and resumes at the key where it stopped. A job's
 //! own output is never walked again: it lies behind the walk, in key
-//! order (but for a close that cut a tail sort short, [`Runs::close`]). Runs and defragment take turns when both are due (module
+//! order (but for a close that cut a tail sort short, [`Runs::close`]).
+//! Runs and defragment take turns when both are due (module
 //! `maintenance`).
 //!
 //! [`Options::sorted_run_bytes`]: crate::Options::sorted_run_bytes

@@ -166,9 +166,16 @@ fn nothing_is_ordered_while_writes_keep_coming_or_when_off() {
 
 /// How many keys `i` in `2..N` have their `len`-byte value stored directly
 /// after key `i - 1`'s, 4 bytes (the value checksum) apart, in the newest
-/// copy of the log: segment files in id order, the walk starting at the
-/// last copy of key 1's value (key 0's is all zeros, like unused space).
+/// copy of the log (see [`gaps`]).
 fn back_to_back(dir: &std::path::Path, len: usize) -> u64 {
+    N - 2 - gaps(dir, len, N).len() as u64
+}
+
+/// Where key `i`'s `len`-byte value (`i` in `2..n`) is not stored directly
+/// after key `i - 1`'s, the bytes between the two, in the newest copy of
+/// the log: segment files in id order, the walk starting at the last copy
+/// of key 1's value (key 0's is all zeros, like unused space).
+fn gaps(dir: &std::path::Path, len: usize, n: u64) -> Vec<usize> {
     let mut segs: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{e}"))
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -184,23 +191,63 @@ fn back_to_back(dir: &std::path::Path, len: usize) -> u64 {
         .windows(len)
         .rposition(|w| w == first)
         .unwrap_or_else(|| panic!("key 1's value is not in the log"));
-    let mut adjacent = 0;
-    for i in 2..N {
+    let mut gaps = Vec::new();
+    for i in 2..n {
         let v = value(i, 0, len);
         let next = pos + len + 4;
         if log.get(next..next + len) == Some(&v[..]) {
-            adjacent += 1;
             pos = next;
         } else {
             let from = pos + len;
-            pos = from
-                + log[from..]
-                    .windows(len)
-                    .position(|w| w == v)
-                    .unwrap_or_else(|| panic!("key {i}'s value is not after key {}'s", i - 1));
+            let gap = log[from..]
+                .windows(len)
+                .position(|w| w == v)
+                .unwrap_or_else(|| panic!("key {i}'s value is not after key {}'s", i - 1));
+            gaps.push(gap);
+            pos = from + gap;
         }
     }
-    adjacent
+    gaps
+}
+
+/// Packed records are large (a scan crossing one's directory reads in two
+/// pieces) and the last one of a segment is cut to fit its tail, instead
+/// of rolling the log over and leaving up to a record's bytes unused.
+#[test]
+fn packed_records_are_large_and_fill_each_segment() {
+    const KEYS: u64 = 100_000;
+    const LEN: usize = 400;
+    let dir = tmp();
+    // 16 MiB segments: records of up to 2 MiB (an eighth of a segment).
+    let o = Options::default()
+        .segment_size(16 << 20)
+        .background(false)
+        .order_idle_ms(0);
+    let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("open: {e}"));
+    let mut model = Model::new();
+    for i in 0..KEYS {
+        let v = value(i, 0, LEN);
+        db.put(&key(i), &v).unwrap_or_else(|e| panic!("{e}"));
+        model.insert(key(i), v);
+    }
+    let r = db.wait_for_compaction().unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.moved_values >= KEYS - 1, "{r:?}");
+    let gaps = gaps(dir.path(), LEN, KEYS);
+    // ~41 MB packed: ~20 records of 2 MiB and 2 segment ends; 1 MiB
+    // records would leave ~40 gaps.
+    let packed = KEYS as usize * (LEN + 4);
+    assert!(
+        gaps.len() <= packed / (2 << 20) + 4,
+        "{} gaps between consecutive values: {gaps:?}",
+        gaps.len()
+    );
+    // A full record's directory is ~190 KB (5,190 x 36 bytes); at a
+    // segment's end, a cut record's directory, headers, a seal and under
+    // 64 KiB of unused tail. A record that rolled the log over would leave
+    // up to 2 MiB.
+    let widest = gaps.iter().max().copied().unwrap_or(0);
+    assert!(widest < 256 << 10, "a gap of {widest} bytes: {gaps:?}");
+    check(db, dir.path(), &model);
 }
 
 /// Moved values are packed: each directly after the previous key's, with

@@ -150,6 +150,17 @@ impl Log {
         self.active.load().id
     }
 
+    /// The largest body a record appended now would fit into the active
+    /// segment with (0 when it is full).
+    pub fn room_for_body(&self) -> usize {
+        let a = self.active.load();
+        seal_offset(a.size())
+            .saturating_sub(a.used())
+            .saturating_sub(record_len(0))
+            / crate::t2::record::ALIGN
+            * crate::t2::record::ALIGN
+    }
+
     /// The LSN where the next record would go if nothing were in flight.
     pub fn tail_lsn(&self) -> u64 {
         let a = self.active.load();

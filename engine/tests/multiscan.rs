@@ -98,8 +98,13 @@ impl Store {
 type Results = Vec<Vec<(Vec<u8>, Vec<u8>)>>;
 
 fn run(st: &Store, args: &MultiScanArgs) -> (Results, MultiScanStats) {
-    let mut ms =
+    let ms =
         multiscan::multi_scan(&st.t1, &st.log, args).unwrap_or_else(|e| panic!("multi_scan: {e}"));
+    drain(ms)
+}
+
+/// Every range's entries, and the scan's stats once it is consumed.
+fn drain(mut ms: multiscan::MultiScanIter<'_>) -> (Results, MultiScanStats) {
     let mut out = Vec::new();
     let mut i = 0;
     while ms.next_range().unwrap_or_else(|e| panic!("{e}")) {
@@ -385,6 +390,46 @@ fn auto_mode_reads_cold_data_directly_and_caches_what_is_scanned_again() {
     let (r3, warm) = run(&st, &a);
     assert_eq!(r3, r);
     assert_eq!(warm.reads, 0, "{warm:?}");
+}
+
+/// Auto with another async scan of the same database running: concurrent
+/// scans share the disk, so a scan that starts meanwhile reads through the
+/// page cache (pages it caches serve later overlapping ranges); the scan
+/// that started alone, and one started once it is done, read directly.
+#[test]
+fn auto_mode_reads_through_the_page_cache_while_another_scan_runs() {
+    let st = store();
+    // Large enough that these scans stay far from a quarter of the log,
+    // past which every Auto window goes through the page cache anyway.
+    let m = load_sequential(&st, 6000, 700);
+    let first = vec![ScanRange::new(&key(0), &key(200))];
+    let during = vec![ScanRange::new(&key(3000), &key(3200))];
+    let after = vec![ScanRange::new(&key(5000), &key(5100))];
+    st.evict();
+    let running =
+        multiscan::multi_scan(&st.t1, &st.log, &async_in(BufferMode::Auto, first.clone()))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let (r, meanwhile) = run(&st, &async_in(BufferMode::Auto, during.clone()));
+    assert_eq!(r, model_scan(&m, &during));
+    assert!(meanwhile.reads > 0, "{meanwhile:?}");
+    assert_eq!(meanwhile.buffered_values, 0, "{meanwhile:?}");
+    let cached: usize = st
+        .log
+        .segments()
+        .iter()
+        .map(|s| residency::resident_pages_in(s, 0, s.size()))
+        .sum();
+    assert!(
+        cached * residency::PAGE >= 200 * 700,
+        "{cached} pages cached"
+    );
+    let (r, alone) = drain(running);
+    assert_eq!(r, model_scan(&m, &first));
+    assert_eq!(alone.buffered_values, 200, "{alone:?}");
+    st.evict();
+    let (r, later) = run(&st, &async_in(BufferMode::Auto, after.clone()));
+    assert_eq!(r, model_scan(&m, &after));
+    assert_eq!(later.buffered_values, 100, "{later:?}");
 }
 
 /// One Auto scan mixes both kinds of read: windows scanned before are

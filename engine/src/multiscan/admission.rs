@@ -38,7 +38,7 @@
 //! spread ranges that chance is `1 - exp(-read / log)`, past 0.2 once
 //! `read` is about `log / 4`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::residency::PAGE;
 
@@ -92,18 +92,32 @@ impl PageMarks {
 }
 
 /// Bytes of windows `Auto` scans of one log have planned since it was
-/// opened, to tell when they are re-reading it.
+/// opened, to tell when they are re-reading it; and how many async scans
+/// of it are running.
 #[derive(Default)]
-pub(crate) struct Scanned(AtomicU64);
+pub(crate) struct Scanned {
+    bytes: AtomicU64,
+    running: AtomicUsize,
+}
 
 impl Scanned {
     pub fn add(&self, bytes: u64) {
-        self.0.fetch_add(bytes, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Scans have read enough of the `log`-byte log to be re-reading it.
     pub fn rereading(&self, log: u64) -> bool {
-        self.0.load(Ordering::Relaxed) >= log / REREAD_SHARE
+        self.bytes.load(Ordering::Relaxed) >= log / REREAD_SHARE
+    }
+
+    /// An async scan starts; returns how many others are running. Each call
+    /// is paired with one [`Scanned::stop`].
+    pub fn start(&self) -> usize {
+        self.running.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn stop(&self) {
+        self.running.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

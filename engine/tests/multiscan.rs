@@ -666,9 +666,16 @@ fn concurrent_writes_never_yield_torn_values() {
                     ];
                     // Every buffer mode, async and sync: direct reads of
                     // pages a writer is dirtying must still see whole values.
-                    let modes = [BufferMode::PageCache, BufferMode::Direct, BufferMode::Owned];
+                    // Auto switches between direct and page-cache reads as
+                    // the other reader's scans come and go.
+                    let modes = [
+                        BufferMode::PageCache,
+                        BufferMode::Direct,
+                        BufferMode::Owned,
+                        BufferMode::Auto,
+                    ];
                     let a = MultiScanArgs {
-                        buffer_mode: modes[round as usize % 3],
+                        buffer_mode: modes[round as usize % modes.len()],
                         ..args(ranges, round % 2 == 0)
                     };
                     let (r, _) = run(&st, &a);

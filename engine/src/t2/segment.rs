@@ -412,11 +412,11 @@ impl Segment {
     /// Asks the kernel to bring a new segment's pages into the page cache
     /// (`MADV_WILLNEED` over the whole file: readahead; the file's blocks
     /// are unwritten, so the pages are zeroed, nothing is read from disk,
-    /// and nothing is mapped). A `pwrite` of a partial page into a page not yet cached
-    /// has the kernel zero the rest of the page first, in the writer's
-    /// call: 18.6% of all CPU samples of a `fillseq` of 512-byte values.
-    /// The thread that prepares the spare segment calls this, so the
-    /// writer then only copies. Advisory.
+    /// and nothing is mapped). A `pwrite` of a partial page into a page
+    /// not yet cached has the kernel zero the rest of the page first, in
+    /// the writer's call: 18.6% of all CPU samples of a `fillseq` of
+    /// 512-byte values. The thread that prepares the spare segment calls
+    /// this, so the writer then only copies. Advisory.
     ///
     /// The kernel reads at most the file's readahead window per call
     /// (`read_ahead_kb`: 8 MiB here), so this caches the start of a 64 MiB

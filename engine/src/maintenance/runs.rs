@@ -363,6 +363,9 @@ impl Runs {
         };
         let mut redo = DefragReport::default();
         if let Some(k) = job.redo_below.take() {
+            // Only a close sets this, for a tail job: its walk has no byte
+            // budget and `go_on` always true, so it covers all of `..k`
+            // and its resume point is not needed.
             let began = job.began;
             let again = |l: Locator| select(l) && l.segment >= began;
             match order::walk_with(inner, None, Some(&k), order::EVERY, &again, budget, go_on) {

@@ -416,7 +416,7 @@ impl Segment {
     /// not yet cached has the kernel zero the rest of the page first, in
     /// the writer's call: 18.6% of all CPU samples of a `fillseq` of
     /// 512-byte values. The thread that prepares the spare segment calls
-    /// this, so the writer then only copies. Advisory.
+    /// this, so the writer only copies into the pages it cached. Advisory.
     ///
     /// The kernel reads at most the file's readahead window per call
     /// (`read_ahead_kb`: 8 MiB here), so this caches the start of a 64 MiB

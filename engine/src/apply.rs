@@ -186,6 +186,22 @@ pub(crate) fn replay_record(
             }
             Ok(())
         }
+        crate::t2::record::Kind::PackedPuts => {
+            for e in crate::t2::packed::of_record(h, body) {
+                let e = e.map_err(|at| {
+                    Error::Corruption(format!(
+                        "{} offset {off}: malformed packed-puts directory at body offset {at}",
+                        seg_path.display()
+                    ))
+                })?;
+                let value = body
+                    .get(e.value_off..e.value_off + e.old.len as usize)
+                    .unwrap_or_default();
+                let p = put_payload(inline, seg_id, body_off + e.value_off, value);
+                upsert(t1, e.key, e.seq, p, adjust);
+            }
+            Ok(())
+        }
         crate::t2::record::Kind::Seal => Ok(()),
     }
 }

@@ -21,6 +21,7 @@ use crate::maintenance::Background;
 use crate::options::{Options, MAX_KEY_SIZE};
 use crate::stats::{Counters, Statistics};
 use crate::t2::log::Log;
+use crate::t2::packed;
 use crate::t2::record::{lsn, split_lsn, Kind};
 use crate::t2::scan;
 use crate::t2::segment::{self, MapOpts, Segment};
@@ -31,8 +32,11 @@ use crate::t2::segment::{self, MapOpts, Segment};
 ///   returns, so it survives a process crash (SIGKILL), not a power loss.
 /// * `sync = true`: the covering log range is `msync`ed before the call
 ///   returns (group commit).
-/// * `disable_wal = true`: accepted; the value log *is* the WAL, so the
-///   write is still logged and behaves as `sync = false`.
+/// * `disable_wal = true` (with `sync = false`): as in RocksDB, the write
+///   may be lost in a crash until it is flushed. Puts so written are packed
+///   into one record per 4 MiB of values, whose keys are written when the
+///   record is sealed: when full, by [`Db::flush`], a checkpoint, close, or
+///   any logged write (`docs/design.md` §2). Deletes are logged as usual.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteOptions {
     /// Durable before returning.
@@ -99,6 +103,8 @@ pub(crate) struct Inner {
     pub stripes: crate::stripes::Stripes,
     /// Where movers put values since the current sorted-run tail began.
     pub packed: crate::maintenance::runs::Packed,
+    /// The open region of `disable_wal` puts (`unlogged.rs`).
+    pub unlogged: crate::unlogged::Unlogged,
     pub max_value: usize,
     _lock: DirLock,
 }
@@ -349,6 +355,7 @@ impl Db {
             defrag: Mutex::new(()),
             stripes: crate::stripes::Stripes::new(),
             packed: Default::default(),
+            unlogged: Default::default(),
             max_value,
             opts,
             _lock: lock,
@@ -410,6 +417,10 @@ impl Db {
     pub fn put_opt(&self, wo: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
         self.inner.check_key(key)?;
         self.inner.check_value(value)?;
+        if self.inner.unlogged_wanted(wo) {
+            let _stripe = self.inner.stripes.one(key);
+            return self.inner.write_unlogged(&[(key, value)]);
+        }
         let mut h = [0u8; 9];
         h[0] = OP_PUT;
         h[1..5].copy_from_slice(&(key.len() as u32).to_le_bytes());
@@ -459,6 +470,19 @@ impl Db {
         }
         if batch.max_value > self.inner.max_value {
             return Err(value_too_large(batch.max_value, self.inner.max_value));
+        }
+        if !batch.has_range && self.inner.unlogged_wanted(wo) {
+            let mut puts = Vec::with_capacity(batch.count as usize);
+            for op in batch.iter() {
+                match op {
+                    Ok(crate::batch::BatchOp::Put { key, value, .. }) => puts.push((key, value)),
+                    _ => break,
+                }
+            }
+            if puts.len() == batch.count as usize {
+                let _stripes = self.inner.stripes.many(puts.iter().map(|p| p.0));
+                return self.inner.write_unlogged(&puts);
+            }
         }
         let keys = if batch.has_range {
             Keys::All
@@ -537,8 +561,10 @@ impl Db {
         Ok(())
     }
 
-    /// Makes every write so far durable (`msync` of the log).
+    /// Makes every write so far durable (`msync` of the log), including
+    /// `disable_wal` puts: their open region is sealed first.
     pub fn flush(&self) -> Result<()> {
+        self.inner.unlogged.seal(&self.inner)?;
         let t = self.inner.log.tail_lsn();
         self.inner.log.sync_to(t)
     }
@@ -573,6 +599,11 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
+        if let Err(e) = self.inner.unlogged.seal(&self.inner) {
+            self.inner
+                .info
+                .log(format_args!("close: sealing the unlogged puts failed: {e}"));
+        }
         if let Some(bg) = self.bg.take() {
             bg.stop();
         }
@@ -666,6 +697,25 @@ impl Inner {
 
     /// Appends one batch record and applies it to T1.
     /// `body_crc`: the crc32c of `parts` when the caller already has it.
+    /// Whether a write with `wo` goes into a region of unlogged puts.
+    /// A sync write is logged: it asks for durability now.
+    fn unlogged_wanted(&self, wo: &WriteOptions) -> bool {
+        wo.disable_wal && !wo.sync && self.unlogged.wants()
+    }
+
+    /// `puts` as unlogged puts (`unlogged.rs`); the caller holds their
+    /// stripes.
+    fn write_unlogged(&self, puts: &[(&[u8], &[u8])]) -> Result<()> {
+        self.throttle.pay(
+            puts.iter()
+                .map(|(k, v)| packed::cost(k.len(), v.len()))
+                .sum(),
+        );
+        self.unlogged.write(self, puts)?;
+        Counters::add(&self.counters.writes, 1);
+        Ok(())
+    }
+
     fn commit(
         &self,
         wo: &WriteOptions,
@@ -692,6 +742,8 @@ impl Inner {
                 }
                 Keys::All => _excl = self.gate.write(),
             }
+            self.unlogged
+                .before_logged(self, wo.disable_wal && !wo.sync)?;
             let a = match body_crc {
                 Some(c) => self
                     .log
@@ -827,6 +879,9 @@ impl Inner {
         let t0 = Instant::now();
         let (p, appended) = {
             let _g = self.gate.write();
+            // Unlogged puts below P must be in a sealed record, since replay
+            // starts at P.
+            self.unlogged.seal(self)?;
             (
                 self.log.tail_lsn(),
                 self.log.appended.load(Ordering::Relaxed),
@@ -843,7 +898,10 @@ impl Inner {
         let snap = checkpoint::write_snapshot(&self.dir, &name, p, &self.t1)?;
         crate::failpoint::hit("checkpoint.snapshot_synced");
         // Entries newer than P that the snapshot caught must be durable
-        // before the MANIFEST makes recovery skip to P.
+        // before the MANIFEST makes recovery skip to P; unlogged ones lie in
+        // the region open now or in one sealed since P (regions follow one
+        // another), and recovery drops an unsealed region, so seal it.
+        self.unlogged.seal(self)?;
         let tail = self.log.tail_lsn();
         self.log.sync_to_untracked(p, tail)?;
         Manifest {

@@ -27,6 +27,7 @@ mod stripes;
 pub mod t1;
 mod t1_stats;
 pub mod t2;
+mod unlogged;
 mod value_crc;
 
 pub use batch::WriteBatch;

@@ -378,3 +378,136 @@ fn sigkill_while_a_close_redoes_a_cut_short_sort_loses_no_write() {
         kills.len()
     );
 }
+
+const UNLOGGED_CHILD_ENV: &str = "VMEMKV_CRASH_UNLOGGED_CHILD";
+
+fn unlogged_value(i: u64) -> Vec<u8> {
+    value(i, 7, 50 + ((i * 37) % 700) as usize)
+}
+
+fn logged_key(i: u64) -> Vec<u8> {
+    format!("L{i:015x}").into_bytes()
+}
+
+/// The unlogged child: `disable_wal` puts of keys 0, 1, ... in order, with
+/// maintenance moving values meanwhile. It prints `DURABLE i` once every
+/// put up to `i` must survive a crash: after a `flush` (every 1000th put),
+/// and after a logged put (every 777th), which seals the region before it.
+fn unlogged_child(dir: &str) -> ! {
+    let opts = Options::default()
+        .segment_size(1 << 20)
+        .checkpoint_interval_bytes(2 << 20)
+        .maintenance_interval_ms(5)
+        .sorted_run_bytes(256 << 10);
+    let db = Db::open(dir, opts).unwrap_or_else(|e| panic!("unlogged child open: {e}"));
+    let wo = WriteOptions {
+        sync: false,
+        disable_wal: true,
+    };
+    for i in 0.. {
+        db.put_opt(&wo, &key(i), &unlogged_value(i))
+            .unwrap_or_else(|e| panic!("unlogged child put: {e}"));
+        let durable = if i % 1000 == 999 {
+            db.flush().unwrap_or_else(|e| panic!("flush: {e}"));
+            true
+        } else if i % 777 == 0 {
+            db.put(&logged_key(i), b"logged")
+                .unwrap_or_else(|e| panic!("logged put: {e}"));
+            true
+        } else {
+            false
+        };
+        if durable {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "DURABLE {i}");
+            let _ = out.flush();
+        }
+    }
+    std::process::exit(0)
+}
+
+#[test]
+fn sigkill_keeps_every_flushed_unlogged_put_and_a_prefix_of_the_rest() {
+    if let Ok(dir) = std::env::var(UNLOGGED_CHILD_ENV) {
+        unlogged_child(&dir);
+    }
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+    let mut lost_some = 0;
+    for (round, ms) in [150u64, 400, 650, 900].into_iter().enumerate() {
+        let dir = tmp();
+        let mut c = Command::new(&exe)
+            .args([
+                "--exact",
+                "sigkill_keeps_every_flushed_unlogged_put_and_a_prefix_of_the_rest",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(UNLOGGED_CHILD_ENV, dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn: {e}"));
+        let stdout = c.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let mut lines = BufReader::new(stdout).lines();
+        let t0 = Instant::now();
+        let mut durable: Option<u64> = None;
+        while (t0.elapsed() < Duration::from_millis(ms) || durable.is_none_or(|d| d < 3000))
+            && t0.elapsed() < Duration::from_secs(60)
+        {
+            match lines.next() {
+                Some(Ok(l)) => {
+                    if let Some(i) = l.strip_prefix("DURABLE ") {
+                        durable = i.trim().parse().ok().or(durable);
+                    }
+                }
+                _ => break,
+            }
+        }
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGKILL) };
+        let _ = c.wait();
+        let durable = durable.unwrap_or_else(|| panic!("round {round}: nothing was durable"));
+
+        let db = Db::open(
+            dir.path(),
+            Options::default().segment_size(1 << 20).background(false),
+        )
+        .unwrap_or_else(|e| panic!("round {round}: reopen after SIGKILL: {e}"));
+        let all = dump(&db);
+        let kept: Vec<u64> = all
+            .keys()
+            .filter(|k| k.first() == Some(&b'k'))
+            .map(|k| {
+                let s = std::str::from_utf8(&k[1..]).unwrap_or_else(|e| panic!("{e}"));
+                u64::from_str_radix(s, 16).unwrap_or_else(|e| panic!("{e}"))
+            })
+            .collect();
+        // A prefix of the puts survives, at least up to the last durable
+        // point, each with its value.
+        let n = kept.len() as u64;
+        assert!(
+            kept.iter().copied().eq(0..n),
+            "round {round}: the puts kept are not a prefix"
+        );
+        assert!(
+            n > durable,
+            "round {round}: put {durable} was durable, {n} kept"
+        );
+        for (i, k) in kept.iter().enumerate().step_by(7) {
+            assert_eq!(all.get(&key(*k)), Some(&unlogged_value(i as u64)));
+        }
+        // A logged put kept means the region before it was sealed.
+        for k in all.keys().filter(|k| k.first() == Some(&b'L')) {
+            let s = std::str::from_utf8(&k[1..]).unwrap_or_else(|e| panic!("{e}"));
+            let i = u64::from_str_radix(s, 16).unwrap_or_else(|e| panic!("{e}"));
+            assert!(i < n, "round {round}: logged put {i} kept, puts kept {n}");
+        }
+        let last_logged = durable - durable % 777;
+        if last_logged > 0 {
+            assert!(all.contains_key(&logged_key(last_logged)));
+        }
+        eprintln!("round {round}: durable through {durable}, {n} puts kept");
+        lost_some += u32::from(n > durable + 1);
+    }
+    eprintln!("{lost_some} of 4 rounds ended with unflushed puts that were kept");
+}

@@ -27,8 +27,9 @@
 //! its life exactly once; keys written or deleted while it runs may or may
 //! not be seen. With `sync = true` a write is made durable before the call
 //! returns, but it may become visible to other threads slightly earlier.
-//! `disable_wal` is accepted and behaves as `sync = false` (the value log is
-//! the WAL, so the write is logged anyway and survives a process crash).
+//! `disable_wal` puts may be lost in a crash until `flush`, close or a
+//! logged write, as in RocksDB: vmemkv packs them, values back to back,
+//! and writes their keys when the packed record is sealed.
 
 use std::path::Path;
 

@@ -156,7 +156,7 @@ fn compact(inner: &Inner, seg: &Segment, rep: &mut DefragReport) -> Result<()> {
                 debug_assert_eq!(old.len as usize, value.len());
                 mover.move_if_live(key, value, seg, body_off + kl + VALUE_CRC_LEN, rep)?;
             }
-            Kind::Packed => {
+            Kind::Packed | Kind::PackedPuts => {
                 for e in crate::t2::packed::of_record(&f.header, body) {
                     let e = e.map_err(|at| malformed("packed directory", at))?;
                     let end = e.value_off + e.old.len as usize;
@@ -178,7 +178,12 @@ pub(crate) fn checkpoint_and_retire(inner: &Inner, rep: &mut DefragReport) -> Re
     // Barrier: a writer that reserved space in a segment before it was
     // sealed may not have added its live bytes yet; it holds the gate until
     // it has. After this, sealed segments' live counts only go down.
-    drop(inner.gate.write());
+    // An open unlogged region is sealed too: its segment may be below the
+    // active one, and a put into it after `empty` was taken would be lost.
+    {
+        let _g = inner.gate.write();
+        inner.unlogged.seal(inner)?;
+    }
     let active = inner.log.active_id();
     let empty: Vec<Arc<Segment>> = inner
         .log

@@ -102,7 +102,7 @@ impl<'a> Mover<'a> {
         }
         // Copying a damaged value would give it a fresh, valid checksum.
         let crc = crate::value_crc::verify(seg, off, value)?;
-        let more = Builder::cost(key.len(), value.len());
+        let more = packed::cost(key.len(), value.len());
         if !self.packed.is_empty() && self.packed.body_len() + more > self.target {
             self.flush(rep)?;
         }

@@ -240,6 +240,61 @@ impl Log {
         }
     }
 
+    /// Reserves a stretch of the active segment for a record written piece
+    /// by piece (`unlogged.rs`): `want` bytes, or what is left of the
+    /// segment when that is less but at least `min`; else the log rolls
+    /// over. Both are record lengths (multiples of 16). Returns the
+    /// segment, the stretch's offset and its length.
+    pub fn reserve(&self, min: usize, want: usize) -> Result<(Arc<Segment>, usize, usize)> {
+        if min > record_len(self.max_body()) || min == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "a reservation of {min} bytes does not fit a segment of {} bytes",
+                self.seg_size
+            )));
+        }
+        let want = want.max(min);
+        loop {
+            let seg = self.active.load_full();
+            let end = seal_offset(seg.size());
+            let used = seg.tail.load(Ordering::Acquire) as usize;
+            let take = end.saturating_sub(used).min(want);
+            if take >= min {
+                let take = take / crate::t2::record::ALIGN * crate::t2::record::ALIGN;
+                if seg
+                    .tail
+                    .compare_exchange(
+                        used as u64,
+                        (used + take) as u64,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
+                    .is_ok()
+                {
+                    self.appended.fetch_add(take as u64, Ordering::Relaxed);
+                    return Ok((seg, used, take));
+                }
+                continue;
+            }
+            self.rollover(seg.id)?;
+        }
+    }
+
+    /// Returns `[from, to)` of `seg`, the unused end of a reservation, if
+    /// nothing was reserved after it; the bytes are zero, so the next
+    /// record may go there.
+    pub fn give_back(&self, seg: &Segment, from: usize, to: usize) -> bool {
+        let ok = from <= to
+            && seg
+                .tail
+                .compare_exchange(to as u64, from as u64, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
+        if ok {
+            self.appended
+                .fetch_sub((to - from) as u64, Ordering::Relaxed);
+        }
+        ok
+    }
+
     /// Seals segment `full` and starts the next one, unless another writer
     /// already did.
     fn rollover(&self, full: u32) -> Result<()> {

@@ -57,6 +57,19 @@ pub(crate) fn entries(
     values_len: usize,
     dir: &[u8],
 ) -> impl Iterator<Item = Result<Entry<'_>, usize>> + '_ {
+    entries_padded(count, values_len, dir, false)
+}
+
+/// [`entries`], allowing zero bytes after the directory when `padded`
+/// ([`Kind::PackedPuts`]: the unused end of the space those puts reserved).
+///
+/// [`Kind::PackedPuts`]: super::record::Kind::PackedPuts
+pub(crate) fn entries_padded(
+    count: u32,
+    values_len: usize,
+    dir: &[u8],
+    padded: bool,
+) -> impl Iterator<Item = Result<Entry<'_>, usize>> + '_ {
     let (mut left, mut pos, mut value_at) = (count, 0usize, 0usize);
     let mut broken = false;
     std::iter::from_fn(move || {
@@ -66,7 +79,9 @@ pub(crate) fn entries(
         let bad = |at: usize| Some(Err(values_len + at));
         if left == 0 {
             // Every byte is accounted for, or the record is malformed.
-            if pos != dir.len() || value_at != values_len {
+            let rest = dir.get(pos..).unwrap_or_default();
+            let padding = padded && rest.iter().all(|&b| b == 0);
+            if !(pos == dir.len() || padding) || value_at != values_len {
                 broken = true;
                 return bad(pos);
             }
@@ -117,19 +132,101 @@ pub(crate) fn of_record<'a>(
     let values_len = usize::try_from(h.extra)
         .unwrap_or(usize::MAX)
         .min(body.len());
-    entries(h.count_or_key_len, values_len, &body[values_len..])
+    let padded = h.kind == super::record::Kind::PackedPuts;
+    entries_padded(h.count_or_key_len, values_len, &body[values_len..], padded)
 }
 
-/// Accumulates a packed body.
+/// The directory of a packed body under construction, with the running
+/// checksum of its values part (wherever those bytes are kept: in a
+/// [`Builder`], or already in the log for unlogged puts).
+#[derive(Default)]
+pub(crate) struct Directory {
+    dir: Vec<u8>,
+    count: u32,
+    values_len: usize,
+    /// crc32c of the values part so far, kept as values are added so that
+    /// each value's bytes are checksummed once (its own checksum is folded
+    /// in).
+    values_crc: u32,
+    max_seq: u64,
+}
+
+impl Directory {
+    /// Records a value whose crc32c is `value_crc`, appended to the values
+    /// part as `value_crc | value`.
+    pub(crate) fn push(
+        &mut self,
+        key: &[u8],
+        seq: u64,
+        old: Locator,
+        value_crc: u32,
+        value_len: usize,
+    ) {
+        let crc_bytes = value_crc.to_le_bytes();
+        self.values_crc = crate::crc::crc32c_append(self.values_crc, &crc_bytes);
+        self.values_crc = crate::value_crc::combine(self.values_crc, value_crc, value_len);
+        self.values_len += VALUE_CRC_LEN + value_len;
+        self.dir
+            .extend_from_slice(&(key.len() as u32).to_le_bytes());
+        self.dir
+            .extend_from_slice(&(value_len as u32).to_le_bytes());
+        self.dir.extend_from_slice(&seq.to_le_bytes());
+        self.dir.extend_from_slice(&old.segment.to_le_bytes());
+        self.dir.extend_from_slice(&old.offset.to_le_bytes());
+        self.dir.extend_from_slice(key);
+        self.count += 1;
+        self.max_seq = self.max_seq.max(seq);
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Length of the values part; the header's `extra`.
+    pub(crate) fn values_len(&self) -> usize {
+        self.values_len
+    }
+
+    pub(crate) fn body_len(&self) -> usize {
+        self.values_len + self.dir.len()
+    }
+
+    pub(crate) fn count(&self) -> u32 {
+        self.count
+    }
+
+    pub(crate) fn max_seq(&self) -> u64 {
+        self.max_seq
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.dir
+    }
+
+    /// crc32c of the values part followed by the directory.
+    pub(crate) fn body_crc(&self) -> u32 {
+        crate::crc::crc32c_append(self.values_crc, &self.dir)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.dir.clear();
+        self.count = 0;
+        self.values_len = 0;
+        self.values_crc = 0;
+        self.max_seq = 0;
+    }
+}
+
+/// Body bytes a value of `value_len` with a `key_len` key adds.
+pub(crate) fn cost(key_len: usize, value_len: usize) -> usize {
+    VALUE_CRC_LEN + value_len + DIR_FIXED + key_len
+}
+
+/// Accumulates a packed body in memory.
 #[derive(Default)]
 pub(crate) struct Builder {
     values: Vec<u8>,
-    dir: Vec<u8>,
-    count: u32,
-    /// crc32c of `values` so far, kept as values are added so that each
-    /// value's bytes are checksummed once (its own checksum is folded in).
-    values_crc: u32,
-    max_seq: u64,
+    dir: Directory,
 }
 
 impl Builder {
@@ -143,42 +240,25 @@ impl Builder {
         value_crc: u32,
         value: &[u8],
     ) {
-        let crc_bytes = value_crc.to_le_bytes();
-        self.values.extend_from_slice(&crc_bytes);
+        self.values.extend_from_slice(&value_crc.to_le_bytes());
         self.values.extend_from_slice(value);
-        self.values_crc = crate::crc::crc32c_append(self.values_crc, &crc_bytes);
-        self.values_crc = crate::value_crc::combine(self.values_crc, value_crc, value.len());
-        self.dir
-            .extend_from_slice(&(key.len() as u32).to_le_bytes());
-        self.dir
-            .extend_from_slice(&(value.len() as u32).to_le_bytes());
-        self.dir.extend_from_slice(&seq.to_le_bytes());
-        self.dir.extend_from_slice(&old.segment.to_le_bytes());
-        self.dir.extend_from_slice(&old.offset.to_le_bytes());
-        self.dir.extend_from_slice(key);
-        self.count += 1;
-        self.max_seq = self.max_seq.max(seq);
-    }
-
-    /// Body bytes a value of `value_len` with a `key_len` key would add.
-    pub(crate) fn cost(key_len: usize, value_len: usize) -> usize {
-        VALUE_CRC_LEN + value_len + DIR_FIXED + key_len
+        self.dir.push(key, seq, old, value_crc, value.len());
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.count == 0
+        self.dir.is_empty()
     }
 
     pub(crate) fn body_len(&self) -> usize {
-        self.values.len() + self.dir.len()
+        self.dir.body_len()
     }
 
     pub(crate) fn count(&self) -> u32 {
-        self.count
+        self.dir.count()
     }
 
     pub(crate) fn max_seq(&self) -> u64 {
-        self.max_seq
+        self.dir.max_seq()
     }
 
     /// The values part; its length is the header's `extra`.
@@ -187,20 +267,17 @@ impl Builder {
     }
 
     pub(crate) fn dir(&self) -> &[u8] {
-        &self.dir
+        self.dir.bytes()
     }
 
     /// crc32c of the whole body.
     pub(crate) fn body_crc(&self) -> u32 {
-        crate::crc::crc32c_append(self.values_crc, &self.dir)
+        self.dir.body_crc()
     }
 
     pub(crate) fn clear(&mut self) {
         self.values.clear();
         self.dir.clear();
-        self.count = 0;
-        self.values_crc = 0;
-        self.max_seq = 0;
     }
 }
 
@@ -256,6 +333,21 @@ mod tests {
             &body[got[2].value_off..got[2].value_off + 600],
             &[7u8; 600][..]
         );
+    }
+
+    #[test]
+    fn only_a_padded_directory_may_be_followed_by_zeros_and_only_zeros() {
+        let b = built();
+        let mut dir = b.dir().to_vec();
+        dir.extend_from_slice(&[0u8; 100]);
+        let (n, vl) = (b.count(), b.values().len());
+        let ok: Result<Vec<_>, _> = entries_padded(n, vl, &dir, true).collect();
+        assert_eq!(ok.map(|v| v.len()), Ok(3));
+        let unpadded: Result<Vec<_>, _> = entries_padded(n, vl, &dir, false).collect();
+        assert!(unpadded.is_err());
+        dir[b.dir().len() + 50] = 1;
+        let dirty: Result<Vec<_>, _> = entries_padded(n, vl, &dir, true).collect();
+        assert!(dirty.is_err());
     }
 
     #[test]

@@ -26,6 +26,10 @@ pub enum Kind {
     /// Many values moved by defragment or the key-order pass, back to back,
     /// then a directory of their keys (`t2/packed.rs`).
     Packed = 4,
+    /// Puts written with `disable_wal`, in the same layout as [`Kind::Packed`]
+    /// (the directory's old locators are zero), possibly followed by zero
+    /// padding (`unlogged.rs`).
+    PackedPuts = 5,
 }
 
 impl Kind {
@@ -35,6 +39,7 @@ impl Kind {
             2 => Some(Kind::Relocation),
             3 => Some(Kind::Seal),
             4 => Some(Kind::Packed),
+            5 => Some(Kind::PackedPuts),
             _ => None,
         }
     }

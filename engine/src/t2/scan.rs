@@ -33,7 +33,7 @@ pub fn validate_at(seg: &Segment, off: usize) -> Option<Found> {
     if h.kind == Kind::Relocation && h.count_or_key_len > h.body_len {
         return None;
     }
-    if h.kind == Kind::Packed && h.extra > u64::from(h.body_len) {
+    if matches!(h.kind, Kind::Packed | Kind::PackedPuts) && h.extra > u64::from(h.body_len) {
         return None;
     }
     Some(Found {

@@ -336,21 +336,7 @@ impl Segment {
             )
         };
         crate::failpoint::io_error("segment.write").map_err(io)?;
-        RECORD
-            .with(|b| {
-                let mut b = b.borrow_mut();
-                b.clear();
-                b.extend_from_slice(hdr.get(from..).unwrap_or_default());
-                for p in parts {
-                    b.extend_from_slice(p);
-                }
-                let r = self.file.write_all_at(&b, (off + from) as u64);
-                // Keep a small buffer, not the largest record ever written.
-                if b.capacity() > 1 << 20 {
-                    *b = Vec::new();
-                }
-                r
-            })
+        self.pwrite_parts(off + from, hdr.get(from..).unwrap_or_default(), parts)
             .map_err(io)?;
         if one_page {
             return Ok(());
@@ -360,20 +346,69 @@ impl Segment {
             .map_err(io)
     }
 
+    /// Copies `parts` to `pos..` through the mapping, for a range already
+    /// checked to lie inside the file and reserved by this writer.
+    fn store_parts(&self, mut pos: usize, parts: &[&[u8]]) {
+        let base = self.map.as_mut_ptr();
+        for p in parts {
+            // SAFETY: [pos, pos+len) lies inside the range the caller
+            // checked to be inside the mapping, which the caller reserved
+            // exclusively; `p` is a distinct heap/user buffer, so no
+            // overlap.
+            unsafe { std::ptr::copy_nonoverlapping(p.as_ptr(), base.add(pos), p.len()) };
+            pos += p.len();
+        }
+    }
+
+    /// Writes `parts` at `off`, inside a stretch the caller reserved and
+    /// whose header it writes last (`unlogged.rs`): with one `pwrite` from
+    /// [`PWRITE_MIN_RECORD`] bytes on, as [`Self::write_record`] does and
+    /// for the same reason, else through the mapping. Returns `Ok(false)`
+    /// (writing nothing) if the range is out of the file.
+    pub(crate) fn write_at(&self, off: usize, parts: &[&[u8]]) -> Result<bool> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if off.checked_add(len).is_none_or(|end| end > self.size) {
+            return Ok(false);
+        }
+        if len < PWRITE_MIN_RECORD {
+            self.store_parts(off, parts);
+            return Ok(true);
+        }
+        let io = |e| {
+            Error::io(
+                format!("writing {} at offset {off}", self.path.display()),
+                e,
+            )
+        };
+        crate::failpoint::io_error("segment.write").map_err(io)?;
+        self.pwrite_parts(off, &[], parts).map_err(io)?;
+        Ok(true)
+    }
+
+    /// One `pwrite` of `head` followed by `parts` at `off`.
+    fn pwrite_parts(&self, off: usize, head: &[u8], parts: &[&[u8]]) -> std::io::Result<()> {
+        RECORD.with(|b| {
+            let mut b = b.borrow_mut();
+            b.clear();
+            b.extend_from_slice(head);
+            for p in parts {
+                b.extend_from_slice(p);
+            }
+            let r = self.file.write_all_at(&b, off as u64);
+            // Keep a small buffer, not the largest record ever written.
+            if b.capacity() > 1 << 20 {
+                *b = Vec::new();
+            }
+            r
+        })
+    }
+
     /// [`Self::write_record`] through the mapping, for a range already
     /// checked to be 8-aligned and inside the file.
     fn store_record(&self, off: usize, header: &Header, parts: &[&[u8]]) {
         let hdr = header.encode();
         let base = self.map.as_mut_ptr();
-        let mut pos = off + HEADER_LEN;
-        for p in parts {
-            // SAFETY: [pos, pos+len) is inside [off, off+HEADER_LEN+body_len),
-            // inside the mapping (checked by the caller) and reserved
-            // exclusively by this writer; `p` is a distinct heap/user
-            // buffer, so no overlap.
-            unsafe { std::ptr::copy_nonoverlapping(p.as_ptr(), base.add(pos), p.len()) };
-            pos += p.len();
-        }
+        self.store_parts(off + HEADER_LEN, parts);
         // SAFETY: bytes [off+8, off+48) are inside the reserved range.
         unsafe {
             std::ptr::copy_nonoverlapping(hdr.as_ptr().add(8), base.add(off + 8), HEADER_LEN - 8)

@@ -1,0 +1,237 @@
+//! Puts made with `disable_wal`. RocksDB keeps them in its memtable, to be
+//! lost in a crash until a flush. vmemkv packs them: the values go back to
+//! back into a stretch of the log reserved ahead (a *region*), their keys
+//! into a directory kept in memory, written with the record's header when
+//! the region is sealed ([`Kind::PackedPuts`], a packed record's layout).
+//! A key-order load thus lands as the key-order pass would have left it,
+//! 516 bytes of log per 512-byte value instead of 640, and is written once.
+//!
+//! Visibility is unchanged: a value is in the mapping and in T1 when its
+//! put returns. Durability is RocksDB's for unlogged writes: until its
+//! region is sealed, a put is lost in a crash (recovery finds a zero commit
+//! word: a hole, or the end of the log). A region is sealed when full, by
+//! [`crate::Db::flush`], by every checkpoint, at close, and by any logged
+//! write. A batch goes into one region whole, so a crash keeps all of it or
+//! none.
+//!
+//! Ordering: T1 keeps the highest seq of a key, and an unlogged put's seq
+//! is its value's position in the region, which was reserved before the
+//! put. A logged write reserved while a region is open would get a higher
+//! seq than unlogged puts made after it, which would then lose to it. So a
+//! logged write seals the open region first, holding the writer gate
+//! shared, and a region is opened only with the gate held exclusively: no
+//! logged writer is then between its check and its reservation.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLockWriteGuard};
+
+use crate::db::Inner;
+use crate::error::Result;
+use crate::index::Locator;
+use crate::t2::packed::{self, Directory};
+use crate::t2::record::{lsn, record_len, Header, Kind, HEADER_LEN};
+use crate::t2::segment::Segment;
+
+/// Record bytes a region reserves (as a key-order pass's records: a range
+/// crosses a directory once in eighty).
+const REGION: usize = 4 << 20;
+/// Smallest region worth taking from the end of a segment.
+const MIN_REGION: usize = 64 << 10;
+/// Unlogged writes in a row before one opens a region: a workload that
+/// mixes logged and unlogged writes keeps one record per write instead of
+/// sealing a region at every switch.
+const STREAK: u32 = 16;
+
+/// The open region and its bookkeeping; one per database.
+#[derive(Default)]
+pub(crate) struct Unlogged {
+    open: AtomicBool,
+    cur: Mutex<Option<Region>>,
+    streak: AtomicU32,
+    /// Regions sealed since open.
+    pub sealed: AtomicU64,
+}
+
+struct Region {
+    seg: Arc<Segment>,
+    /// Offset of the record's header.
+    off: usize,
+    /// End of the reservation.
+    end: usize,
+    dir: Directory,
+}
+
+impl Region {
+    /// Where the next value's checksum goes.
+    fn next_value(&self) -> usize {
+        self.off + HEADER_LEN + self.dir.values_len()
+    }
+
+    /// Whether `more` body bytes still fit the reservation.
+    fn fits(&self, more: usize) -> bool {
+        self.off + record_len(self.dir.body_len() + more) <= self.end
+    }
+}
+
+impl Unlogged {
+    /// Whether an unlogged write should go into a region (`true`) or be
+    /// logged as usual.
+    pub(crate) fn wants(&self) -> bool {
+        if self.open.load(Ordering::Acquire) {
+            return true;
+        }
+        self.streak.fetch_add(1, Ordering::Relaxed) >= STREAK
+    }
+
+    /// A logged write is about to reserve space; the caller holds the
+    /// writer gate (see the module docs). `unlogged`: it was asked for
+    /// without the WAL (and logged because no region is open), so it does
+    /// not break the streak.
+    pub(crate) fn before_logged(&self, inner: &Inner, unlogged: bool) -> Result<()> {
+        if !unlogged && self.streak.load(Ordering::Relaxed) != 0 {
+            self.streak.store(0, Ordering::Relaxed);
+        }
+        if self.open.load(Ordering::Acquire) {
+            self.seal(inner)?;
+        }
+        Ok(())
+    }
+
+    /// Seals the open region, if any.
+    pub(crate) fn seal(&self, inner: &Inner) -> Result<()> {
+        let mut cur = self.cur.lock();
+        match cur.take() {
+            Some(r) => {
+                self.open.store(false, Ordering::Release);
+                self.sealed.fetch_add(1, Ordering::Relaxed);
+                seal_region(inner, r)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `puts` into the open region (opening one when there is none
+    /// or the batch does not fit) and publishes them to T1. The caller
+    /// holds the stripes of their keys, not the writer gate.
+    pub(crate) fn write(&self, inner: &Inner, puts: &[(&[u8], &[u8])]) -> Result<()> {
+        let need: usize = puts
+            .iter()
+            .map(|(k, v)| packed::cost(k.len(), v.len()))
+            .sum();
+        let mut gate = inner.gate.read();
+        loop {
+            let mut cur = self.cur.lock();
+            if let Some(r) = cur.as_mut() {
+                if r.fits(need) {
+                    let seg = r.seg.clone();
+                    let mut placed: Vec<(u64, usize)> = Vec::with_capacity(puts.len());
+                    for (k, v) in puts {
+                        let at = r.next_value();
+                        let crc = crate::crc::crc32c(v);
+                        if let Err(e) = seg.write_at(at, &[&crc.to_le_bytes(), v]) {
+                            // Zero what may have landed, so the directory
+                            // and the padding after it stay well formed.
+                            let zeros = vec![0u8; packed::cost(0, v.len())];
+                            let _ = seg.write_at(at, &[&zeros]);
+                            return Err(e);
+                        }
+                        let seq = lsn(seg.id, at as u32);
+                        // Zero old locator: nothing moved.
+                        let none = Locator {
+                            segment: 0,
+                            offset: 0,
+                            len: 0,
+                        };
+                        r.dir.push(k, seq, none, crc, v.len());
+                        placed.push((seq, at + crate::value_crc::VALUE_CRC_LEN));
+                    }
+                    drop(cur);
+                    let adjust = |id: u32, d: i64| {
+                        if id == seg.id {
+                            seg.live.fetch_add(d, Ordering::Relaxed);
+                        } else {
+                            inner.adjust(id, d);
+                        }
+                    };
+                    for ((k, v), (seq, value_off)) in puts.iter().zip(placed) {
+                        let p = crate::apply::put_payload(
+                            inner.opts.inline_values,
+                            seg.id,
+                            value_off,
+                            v,
+                        );
+                        crate::apply::upsert(&inner.t1, k, seq, p, &adjust);
+                    }
+                    return Ok(());
+                }
+                let r = cur.take();
+                self.open.store(false, Ordering::Release);
+                if let Some(r) = r {
+                    self.sealed.fetch_add(1, Ordering::Relaxed);
+                    seal_region(inner, r)?;
+                }
+            }
+            drop(cur);
+            drop(gate);
+            let w = inner.gate.write();
+            {
+                let mut cur = self.cur.lock();
+                if cur.is_none() {
+                    let min = record_len(need).max(MIN_REGION);
+                    let (seg, off, len) = inner.log.reserve(min, REGION.max(min))?;
+                    *cur = Some(Region {
+                        seg,
+                        off,
+                        end: off + len,
+                        dir: Directory::default(),
+                    });
+                    self.open.store(true, Ordering::Release);
+                }
+            }
+            gate = RwLockWriteGuard::downgrade(w);
+        }
+    }
+}
+
+/// Writes the region's directory and header. The unused end of the
+/// reservation is given back to the log when nothing was reserved after
+/// it, else it becomes zero padding inside the body.
+fn seal_region(inner: &Inner, r: Region) -> Result<()> {
+    let seg = &r.seg;
+    let dir_at = r.next_value();
+    seg.write_at(dir_at, &[r.dir.bytes()])?;
+    let exact = r.off + record_len(r.dir.body_len());
+    let body_len = if inner.log.give_back(seg, exact, r.end) {
+        r.dir.body_len()
+    } else {
+        r.end - r.off - HEADER_LEN
+    };
+    let mut body_crc = r.dir.body_crc();
+    let mut pad = body_len - r.dir.body_len();
+    static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+    while pad > 0 {
+        let n = pad.min(ZEROS.len());
+        body_crc = crate::crc::crc32c_append(body_crc, &ZEROS[..n]);
+        pad -= n;
+    }
+    let at = lsn(seg.id, r.off as u32);
+    let header = Header {
+        kind: Kind::PackedPuts,
+        count_or_key_len: r.dir.count(),
+        body_len: body_len as u32,
+        body_crc,
+        lsn: at,
+        seq: r.dir.max_seq().max(at),
+        extra: r.dir.values_len() as u64,
+    };
+    if !seg.write_record(r.off, &header, &[])? {
+        return Err(crate::Error::InvalidArgument(format!(
+            "internal: no room for a header at offset {} of {}",
+            r.off,
+            seg.path.display()
+        )));
+    }
+    Ok(())
+}

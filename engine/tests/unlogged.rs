@@ -1,0 +1,241 @@
+//! `disable_wal` puts: packed into regions, visible at once, kept by a
+//! close, ordered against logged writes to the same keys. The crash side
+//! (what a SIGKILL keeps) is in `crash.rs`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use common::*;
+use vmemkv::multiscan::{MultiScanArgs, ScanRange};
+use vmemkv::{Db, Options, WriteBatch, WriteOptions};
+
+fn unlogged() -> WriteOptions {
+    WriteOptions {
+        sync: false,
+        disable_wal: true,
+    }
+}
+
+/// The whole log, segment files in id order.
+fn log_bytes(dir: &std::path::Path) -> Vec<u8> {
+    let mut segs: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    segs.sort();
+    segs.iter()
+        .flat_map(|p| std::fs::read(p).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
+
+/// How many of the values of keys `0..n` (each `value(i, 0, len)`, written
+/// in key order) do not directly follow the previous one's value and its
+/// 4-byte checksum in the log.
+fn breaks(log: &[u8], n: u64, len: usize) -> usize {
+    let find = |v: &[u8], from: usize| {
+        log[from..]
+            .windows(v.len())
+            .position(|w| w == v)
+            .map(|p| p + from)
+    };
+    let mut pos = find(&value(0, 0, len), 0).unwrap_or_else(|| panic!("key 0 not in the log"));
+    let mut breaks = 0;
+    for i in 1..n {
+        let v = value(i, 0, len);
+        let next = pos + len + 4;
+        if log.get(next..next + len) == Some(&v[..]) {
+            pos = next;
+        } else {
+            breaks += 1;
+            pos = find(&v, pos + len).unwrap_or_else(|| panic!("key {i} not after key {}", i - 1));
+        }
+    }
+    breaks
+}
+
+#[test]
+fn unlogged_puts_are_read_at_once_packed_and_kept_by_a_close() {
+    let dir = tmp();
+    let (n, len) = (20_000u64, 500usize);
+    {
+        let db = open(dir.path());
+        for i in 0..n {
+            db.put_opt(&unlogged(), &key(i), &value(i, 0, len))
+                .unwrap_or_else(|e| panic!("put {i}: {e}"));
+            // Read back at once, region still open.
+            if i % 97 == 0 {
+                assert_eq!(db.get(&key(i)).ok().flatten(), Some(value(i, 0, len)));
+            }
+        }
+        let model: BTreeMap<Vec<u8>, Vec<u8>> =
+            (0..n).map(|i| (key(i), value(i, 0, len))).collect();
+        assert_eq!(dump(&db), model);
+        for async_io in [true, false] {
+            let args = MultiScanArgs {
+                ranges: vec![
+                    ScanRange::new(&key(10), &key(110)),
+                    ScanRange::new(&key(n - 50), &key(n + 5)),
+                ],
+                use_async_io: async_io,
+                ..MultiScanArgs::default()
+            };
+            let mut got = Vec::new();
+            let mut ms = db
+                .multi_scan(&args)
+                .unwrap_or_else(|e| panic!("multi_scan: {e}"));
+            while ms.next_range().unwrap_or_else(|e| panic!("{e}")) {
+                while ms.next_entry().unwrap_or_else(|e| panic!("{e}")) {
+                    got.push((ms.key().to_vec(), ms.value().to_vec()));
+                }
+            }
+            let want: Vec<(Vec<u8>, Vec<u8>)> = (10..110)
+                .chain(n - 50..n)
+                .map(|i| (key(i), value(i, 0, len)))
+                .collect();
+            assert_eq!(got, want, "async {async_io}");
+        }
+    }
+    let log = log_bytes(dir.path());
+    // The first 16 puts are logged (a region opens after a streak of
+    // them); the rest, 20,000 x 544 bytes with their directory entries,
+    // fill about eleven 1 MiB segments, one region each: values break only
+    // where a region ends. Logged one by one, every value would follow a
+    // header and its key.
+    let b = breaks(&log, n, len);
+    assert!(b <= 16 + 16, "{b} breaks between consecutive values");
+    let db = open(dir.path());
+    assert_eq!(dump(&db).len(), n as usize);
+    for i in (0..n).step_by(13) {
+        assert_eq!(db.get(&key(i)).ok().flatten(), Some(value(i, 0, len)));
+    }
+}
+
+#[test]
+fn logged_puts_are_written_one_record_each() {
+    // The counterpart of the test above: its assertion tells the layouts
+    // apart.
+    let dir = tmp();
+    let (n, len) = (2_000u64, 500usize);
+    {
+        let db = open(dir.path());
+        put_range(&db, n, 0, len);
+    }
+    assert_eq!(breaks(&log_bytes(dir.path()), n, len), n as usize - 1);
+}
+
+/// A small deterministic generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[test]
+fn logged_and_unlogged_writes_keep_their_order_against_a_model() {
+    let dir = tmp();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let db = open(dir.path());
+    for step in 0..30_000u64 {
+        let k = key(rng.next() % 300);
+        let len = [0usize, 5, 8, 9, 100, 700][(rng.next() % 6) as usize];
+        let v = value(step, 1, len);
+        match rng.next() % 100 {
+            // Long unlogged stretches open regions; short ones stay logged.
+            0..=59 => {
+                db.put_opt(&unlogged(), &k, &v)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                model.insert(k, v);
+            }
+            60..=74 => {
+                db.put(&k, &v).unwrap_or_else(|e| panic!("{e}"));
+                model.insert(k, v);
+            }
+            75..=84 => {
+                db.delete_opt(&unlogged(), &k)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                model.remove(&k);
+            }
+            85..=94 => {
+                let mut b = WriteBatch::new();
+                for j in 0..4 {
+                    let kj = key(rng.next() % 300);
+                    let vj = value(step, j, 40 + j as usize);
+                    b.put(&kj, &vj);
+                    model.insert(kj, vj);
+                }
+                db.write(&unlogged(), &b).unwrap_or_else(|e| panic!("{e}"));
+            }
+            95..=97 => db.flush().unwrap_or_else(|e| panic!("{e}")),
+            _ => db.checkpoint().unwrap_or_else(|e| panic!("{e}")),
+        }
+        if step % 50 == 0 {
+            let probe = key(rng.next() % 300);
+            assert_eq!(
+                db.get(&probe).unwrap_or_else(|e| panic!("{e}")),
+                model.get(&probe).cloned(),
+                "step {step}"
+            );
+        }
+    }
+    assert_eq!(dump(&db), model);
+    drop(db);
+    let db = open(dir.path());
+    assert_eq!(dump(&db), model, "after reopen");
+}
+
+#[test]
+fn concurrent_writers_mixing_both_kinds_lose_no_last_write() {
+    let dir = tmp();
+    let db = Arc::new(
+        Db::open(
+            dir.path(),
+            Options::default()
+                .segment_size(1 << 20)
+                .checkpoint_interval_bytes(2 << 20)
+                .maintenance_interval_ms(5)
+                .sorted_run_bytes(512 << 10),
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let threads = 4u64;
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut rng = Rng(t * 7919 + 1);
+                let mut last = BTreeMap::new();
+                for i in 0..6_000u64 {
+                    // Each thread owns keys t, t + threads, ...
+                    let id = (rng.next() % 150) * threads + t;
+                    let v = value(id, i, 64 + (i % 400) as usize);
+                    let wo = if rng.next().is_multiple_of(8) {
+                        WriteOptions::default()
+                    } else {
+                        unlogged()
+                    };
+                    db.put_opt(&wo, &key(id), &v)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    last.insert(key(id), v);
+                }
+                last
+            })
+        })
+        .collect();
+    let mut model = BTreeMap::new();
+    for h in hs {
+        model.extend(h.join().unwrap_or_else(|_| panic!("writer panicked")));
+    }
+    assert_eq!(dump(&db), model);
+    drop(db);
+    let db = open(dir.path());
+    assert_eq!(dump(&db), model, "after reopen");
+}

@@ -472,16 +472,23 @@ impl Db {
             return Err(value_too_large(batch.max_value, self.inner.max_value));
         }
         if !batch.has_range && self.inner.unlogged_wanted(wo) {
-            let mut puts = Vec::with_capacity(batch.count as usize);
-            for op in batch.iter() {
-                match op {
-                    Ok(crate::batch::BatchOp::Put { key, value, .. }) => puts.push((key, value)),
-                    _ => break,
+            let puts = || {
+                batch.iter().map_while(|op| match op {
+                    Ok(crate::batch::BatchOp::Put { key, value, .. }) => Some((key, value)),
+                    _ => None,
+                })
+            };
+            if batch.count == 1 {
+                if let Some(put) = puts().next() {
+                    let _stripe = self.inner.stripes.one(put.0);
+                    return self.inner.write_unlogged(&[put]);
                 }
-            }
-            if puts.len() == batch.count as usize {
-                let _stripes = self.inner.stripes.many(puts.iter().map(|p| p.0));
-                return self.inner.write_unlogged(&puts);
+            } else {
+                let puts: Vec<(&[u8], &[u8])> = puts().collect();
+                if puts.len() == batch.count as usize {
+                    let _stripes = self.inner.stripes.many(puts.iter().map(|p| p.0));
+                    return self.inner.write_unlogged(&puts);
+                }
             }
         }
         let keys = if batch.has_range {

@@ -111,7 +111,10 @@ pub fn run(kind: EngineKind, data: &[u8]) {
     let mut db: Box<dyn Db> = open();
     let mut oracle: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut input = Input { data, pos: 0 };
-    let wo = WriteOptions::default();
+    // Each reopen toggles `disable_wal`, so both write paths (vmemkv packs
+    // unlogged puts into regions sealed later) meet every other operation;
+    // a clean close keeps unlogged writes in every engine.
+    let mut wo = WriteOptions::default();
     let ro = ReadOptions::default();
     let mut step = 0usize;
     while !input.done() && step < 4096 {
@@ -196,6 +199,7 @@ pub fn run(kind: EngineKind, data: &[u8]) {
             _ => {
                 drop(db);
                 db = open();
+                wo.disable_wal = !wo.disable_wal;
             }
         }
     }

@@ -418,7 +418,6 @@ impl Db {
         self.inner.check_key(key)?;
         self.inner.check_value(value)?;
         if self.inner.unlogged_wanted(wo) {
-            let _stripe = self.inner.stripes.one(key);
             return self.inner.write_unlogged(&[(key, value)]);
         }
         let mut h = [0u8; 9];
@@ -480,13 +479,11 @@ impl Db {
             };
             if batch.count == 1 {
                 if let Some(put) = puts().next() {
-                    let _stripe = self.inner.stripes.one(put.0);
                     return self.inner.write_unlogged(&[put]);
                 }
             } else {
                 let puts: Vec<(&[u8], &[u8])> = puts().collect();
                 if puts.len() == batch.count as usize {
-                    let _stripes = self.inner.stripes.many(puts.iter().map(|p| p.0));
                     return self.inner.write_unlogged(&puts);
                 }
             }
@@ -702,27 +699,33 @@ impl Inner {
             .with_segment(id, |s| s.live.fetch_add(d, Ordering::Relaxed));
     }
 
-    /// Appends one batch record and applies it to T1.
-    /// `body_crc`: the crc32c of `parts` when the caller already has it.
     /// Whether a write with `wo` goes into a region of unlogged puts.
     /// A sync write is logged: it asks for durability now.
     fn unlogged_wanted(&self, wo: &WriteOptions) -> bool {
         wo.disable_wal && !wo.sync && self.unlogged.wants()
     }
 
-    /// `puts` as unlogged puts (`unlogged.rs`); the caller holds their
-    /// stripes.
+    /// `puts` as unlogged puts (`unlogged.rs`). The throttle is paid
+    /// before the stripes are taken, as in `commit`.
     fn write_unlogged(&self, puts: &[(&[u8], &[u8])]) -> Result<()> {
         self.throttle.pay(
             puts.iter()
                 .map(|(k, v)| packed::cost(k.len(), v.len()))
                 .sum(),
         );
-        self.unlogged.write(self, puts)?;
+        {
+            let _stripes = match puts {
+                [(k, _)] => crate::stripes::Held::One(self.stripes.one(k)),
+                _ => self.stripes.many(puts.iter().map(|p| p.0)),
+            };
+            self.unlogged.write(self, puts)?;
+        }
         Counters::add(&self.counters.writes, 1);
         Ok(())
     }
 
+    /// Appends one batch record and applies it to T1.
+    /// `body_crc`: the crc32c of `parts` when the caller already has it.
     fn commit(
         &self,
         wo: &WriteOptions,

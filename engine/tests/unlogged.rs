@@ -240,9 +240,11 @@ fn concurrent_writers_mixing_both_kinds_lose_no_last_write() {
     assert_eq!(dump(&db), model, "after reopen");
 }
 
-/// `(offset, kind, count, body_len, values_len)` of each record of a
-/// segment file, walking headers from the start.
-fn records(path: &std::path::Path) -> Vec<(usize, u8, u32, usize, usize)> {
+/// `(offset, kind, count, body_len, values_len)` of a record.
+type Rec = (usize, u8, u32, usize, usize);
+
+/// Each record of a segment file, walking headers from the start.
+fn records(path: &std::path::Path) -> Vec<Rec> {
     let b = std::fs::read(path).unwrap_or_else(|e| panic!("{e}"));
     let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
     record_offsets(path)
@@ -286,7 +288,7 @@ fn a_region_sealed_behind_a_later_record_is_padded_and_replays() {
         }
     }
     // (segment, record) in log order.
-    let recs: Vec<(u32, (usize, u8, u32, usize, usize))> = (0..)
+    let recs: Vec<(u32, Rec)> = (0..)
         .map(|id| (id, seg_path(dir.path(), id)))
         .take_while(|(_, p)| p.exists())
         .flat_map(|(id, p)| records(&p).into_iter().map(move |r| (id, r)))
@@ -295,7 +297,7 @@ fn a_region_sealed_behind_a_later_record_is_padded_and_replays() {
     let summary: Vec<_> = recs.iter().filter(|r| r.1 .1 != 1).collect();
     assert_eq!(puts.len(), 2, "{summary:?}");
     // Directory entries: 24 bytes + the 5-byte key each.
-    let exact = |r: &(usize, u8, u32, usize, usize)| r.4 + r.2 as usize * (24 + 5);
+    let exact = |r: &Rec| r.4 + r.2 as usize * (24 + 5);
     assert!(puts[0].1 .3 > exact(&puts[0].1), "not padded: {summary:?}");
     assert_eq!(
         puts[1].1 .3,

@@ -5,8 +5,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Lines, Write};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,16 +20,39 @@ fn batch_key(b: u64, j: u64) -> Vec<u8> {
     format!("batch{b:08}-{j}").into_bytes()
 }
 
-/// The child: three writer threads; prints `ACK <thread> <i>` after each
-/// acknowledged sync write (single puts for thread 0 and 1, batches for 2).
-fn child(dir: &str) -> ! {
-    let opts = Options::default()
+/// Re-runs this test binary as the child of test `test`, with `env` set to
+/// the database directory; returns it and its stdout's lines.
+fn spawn_self(
+    test: &str,
+    env: &str,
+    dir: &std::path::Path,
+) -> (Child, Lines<BufReader<ChildStdout>>) {
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+    let mut c = Command::new(exe)
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(env, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let stdout = c.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    (c, BufReader::new(stdout).lines())
+}
+
+/// Small segments, frequent checkpoints, and sorted runs (and their
+/// merges) moving values while the kill lands.
+fn busy_opts() -> Options {
+    Options::default()
         .segment_size(1 << 20)
         .checkpoint_interval_bytes(2 << 20)
         .maintenance_interval_ms(5)
-        // Sorted runs and their merges move values while the kill lands.
-        .sorted_run_bytes(256 << 10);
-    let db = Arc::new(Db::open(dir, opts).unwrap_or_else(|e| panic!("child open: {e}")));
+        .sorted_run_bytes(256 << 10)
+}
+
+/// The child: three writer threads; prints `ACK <thread> <i>` after each
+/// acknowledged sync write (single puts for thread 0 and 1, batches for 2).
+fn child(dir: &str) -> ! {
+    let db = Arc::new(Db::open(dir, busy_opts()).unwrap_or_else(|e| panic!("child open: {e}")));
     let mut hs = Vec::new();
     for t in 0..3u64 {
         let db = db.clone();
@@ -71,23 +94,13 @@ fn sigkill_mid_write_loses_no_acknowledged_sync_write() {
         child(&dir);
     }
     let dir = tmp();
-    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
     for round in 0..3u32 {
-        let mut c = Command::new(&exe)
-            .args([
-                "--exact",
-                "sigkill_mid_write_loses_no_acknowledged_sync_write",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn: {e}"));
-        let stdout = c.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let (mut c, mut lines) = spawn_self(
+            "sigkill_mid_write_loses_no_acknowledged_sync_write",
+            CHILD_ENV,
+            dir.path(),
+        );
         let mut acked: [Vec<u64>; 3] = Default::default();
-        let mut lines = BufReader::new(stdout).lines();
         let t0 = Instant::now();
         let kill_after = Duration::from_millis(300 + 250 * u64::from(round));
         // Kill after `kill_after`, but not before the child has acknowledged
@@ -394,12 +407,7 @@ fn logged_key(i: u64) -> Vec<u8> {
 /// put up to `i` must survive a crash: after a `flush` (every 1000th put),
 /// and after a logged put (every 777th), which seals the region before it.
 fn unlogged_child(dir: &str) -> ! {
-    let opts = Options::default()
-        .segment_size(1 << 20)
-        .checkpoint_interval_bytes(2 << 20)
-        .maintenance_interval_ms(5)
-        .sorted_run_bytes(256 << 10);
-    let db = Db::open(dir, opts).unwrap_or_else(|e| panic!("unlogged child open: {e}"));
+    let db = Db::open(dir, busy_opts()).unwrap_or_else(|e| panic!("unlogged child open: {e}"));
     let wo = WriteOptions {
         sync: false,
         disable_wal: true,
@@ -431,24 +439,14 @@ fn sigkill_keeps_every_flushed_unlogged_put_and_a_prefix_of_the_rest() {
     if let Ok(dir) = std::env::var(UNLOGGED_CHILD_ENV) {
         unlogged_child(&dir);
     }
-    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
     let mut lost_some = 0;
     for (round, ms) in [150u64, 400, 650, 900].into_iter().enumerate() {
         let dir = tmp();
-        let mut c = Command::new(&exe)
-            .args([
-                "--exact",
-                "sigkill_keeps_every_flushed_unlogged_put_and_a_prefix_of_the_rest",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(UNLOGGED_CHILD_ENV, dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn: {e}"));
-        let stdout = c.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-        let mut lines = BufReader::new(stdout).lines();
+        let (mut c, mut lines) = spawn_self(
+            "sigkill_keeps_every_flushed_unlogged_put_and_a_prefix_of_the_rest",
+            UNLOGGED_CHILD_ENV,
+            dir.path(),
+        );
         let t0 = Instant::now();
         let mut durable: Option<u64> = None;
         while (t0.elapsed() < Duration::from_millis(ms) || durable.is_none_or(|d| d < 3000))

@@ -176,16 +176,7 @@ fn back_to_back(dir: &std::path::Path, len: usize) -> u64 {
 /// the log: segment files in id order, the walk starting at the last copy
 /// of key 1's value (key 0's is all zeros, like unused space).
 fn gaps(dir: &std::path::Path, len: usize, n: u64) -> Vec<usize> {
-    let mut segs: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
-        .collect();
-    segs.sort();
-    let log: Vec<u8> = segs
-        .iter()
-        .flat_map(|p| std::fs::read(p).unwrap_or_else(|e| panic!("{e}")))
-        .collect();
+    let log = log_bytes(dir);
     let first = value(1, 0, len);
     let mut pos = log
         .windows(len)

@@ -18,19 +18,6 @@ fn unlogged() -> WriteOptions {
     }
 }
 
-/// The whole log, segment files in id order.
-fn log_bytes(dir: &std::path::Path) -> Vec<u8> {
-    let mut segs: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
-        .collect();
-    segs.sort();
-    segs.iter()
-        .flat_map(|p| std::fs::read(p).unwrap_or_else(|e| panic!("{e}")))
-        .collect()
-}
-
 /// How many of the values of keys `0..n` (each `value(i, 0, len)`, written
 /// in key order) do not directly follow the previous one's value and its
 /// 4-byte checksum in the log.

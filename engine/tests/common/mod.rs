@@ -97,3 +97,16 @@ pub fn zero_range(path: &Path, off: usize, len: usize) {
 pub fn info_log(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("LOG")).unwrap_or_default()
 }
+
+/// The whole log: segment files in id order, concatenated.
+pub fn log_bytes(dir: &Path) -> Vec<u8> {
+    let mut segs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    segs.sort();
+    segs.iter()
+        .flat_map(|p| std::fs::read(p).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}

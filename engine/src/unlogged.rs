@@ -22,7 +22,7 @@
 //! shared, and a region is opened only with the gate held exclusively: no
 //! logged writer is then between its check and its reservation.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLockWriteGuard};
@@ -50,8 +50,6 @@ pub(crate) struct Unlogged {
     open: AtomicBool,
     cur: Mutex<Option<Region>>,
     streak: AtomicU32,
-    /// Regions sealed since open.
-    pub sealed: AtomicU64,
 }
 
 struct Region {
@@ -105,7 +103,6 @@ impl Unlogged {
         match cur.take() {
             Some(r) => {
                 self.open.store(false, Ordering::Release);
-                self.sealed.fetch_add(1, Ordering::Relaxed);
                 seal_region(inner, r)
             }
             None => Ok(()),
@@ -126,26 +123,32 @@ impl Unlogged {
             if let Some(r) = cur.as_mut() {
                 if r.fits(need) {
                     let seg = r.seg.clone();
-                    let mut placed: Vec<(u64, usize)> = Vec::with_capacity(puts.len());
-                    for (k, v) in puts {
-                        let at = r.next_value();
+                    // Every value first, the directory after: a failed
+                    // write leaves no entry of the batch behind.
+                    let start = r.next_value();
+                    let mut at = start;
+                    let mut crcs = Vec::with_capacity(puts.len());
+                    for (_, v) in puts {
                         let crc = crate::crc::crc32c(v);
                         if let Err(e) = seg.write_at(at, &[&crc.to_le_bytes(), v]) {
                             // Zero what may have landed, so the directory
                             // and the padding after it stay well formed.
-                            let zeros = vec![0u8; packed::cost(0, v.len())];
-                            let _ = seg.write_at(at, &[&zeros]);
+                            let end = at + crate::value_crc::VALUE_CRC_LEN + v.len();
+                            let zeros = vec![0u8; end - start];
+                            let _ = seg.write_at(start, &[&zeros]);
                             return Err(e);
                         }
-                        let seq = lsn(seg.id, at as u32);
+                        crcs.push((crc, at));
+                        at += crate::value_crc::VALUE_CRC_LEN + v.len();
+                    }
+                    for ((k, v), &(crc, at)) in puts.iter().zip(&crcs) {
                         // Zero old locator: nothing moved.
                         let none = Locator {
                             segment: 0,
                             offset: 0,
                             len: 0,
                         };
-                        r.dir.push(k, seq, none, crc, v.len());
-                        placed.push((seq, at + crate::value_crc::VALUE_CRC_LEN));
+                        r.dir.push(k, lsn(seg.id, at as u32), none, crc, v.len());
                     }
                     drop(cur);
                     let adjust = |id: u32, d: i64| {
@@ -155,21 +158,21 @@ impl Unlogged {
                             inner.adjust(id, d);
                         }
                     };
-                    for ((k, v), (seq, value_off)) in puts.iter().zip(placed) {
+                    for ((k, v), &(_, at)) in puts.iter().zip(&crcs) {
+                        let value_off = at + crate::value_crc::VALUE_CRC_LEN;
                         let p = crate::apply::put_payload(
                             inner.opts.inline_values,
                             seg.id,
                             value_off,
                             v,
                         );
-                        crate::apply::upsert(&inner.t1, k, seq, p, &adjust);
+                        crate::apply::upsert(&inner.t1, k, lsn(seg.id, at as u32), p, &adjust);
                     }
                     return Ok(());
                 }
                 let r = cur.take();
                 self.open.store(false, Ordering::Release);
                 if let Some(r) = r {
-                    self.sealed.fetch_add(1, Ordering::Relaxed);
                     seal_region(inner, r)?;
                 }
             }

@@ -98,13 +98,43 @@ fn eio_is_an_io_error_reads_go_on_and_the_engine_recovers() {
                 .unwrap_or_else(|e| panic!("write {j}: {e}"));
             acked.push(j);
         }
+
+        // An unlogged batch whose values cannot be written fails whole:
+        // none of it is visible or comes back, and the region goes on.
+        let unlogged = WriteOptions {
+            disable_wal: true,
+            ..WriteOptions::default()
+        };
+        for j in 3000..3040 {
+            db.put_opt(&unlogged, &key(j), &val(j))
+                .unwrap_or_else(|e| panic!("{e}"));
+            acked.push(j);
+        }
+        set_io_error("segment.write", true);
+        let mut b = vmemkv::WriteBatch::new();
+        for j in 9100..9103 {
+            b.put(&key(j), &val(j));
+        }
+        io_error_naming(db.write(&unlogged, &b), "writing");
+        set_io_error("segment.write", false);
+        for j in 9100..9103 {
+            assert_eq!(db.get(&key(j)).ok().flatten(), None, "failed put {j}");
+        }
+        for j in 3040..3080 {
+            db.put_opt(&unlogged, &key(j), &val(j))
+                .unwrap_or_else(|e| panic!("{e}"));
+            acked.push(j);
+        }
+        db.flush().unwrap_or_else(|e| panic!("{e}"));
     }
     let db = Db::open(dir.path(), opts()).unwrap_or_else(|e| panic!("reopen: {e}"));
-    assert_eq!(
-        db.get(&key(9000)).ok().flatten(),
-        None,
-        "the failed put came back"
-    );
+    for j in [9000, 9100, 9101, 9102] {
+        assert_eq!(
+            db.get(&key(j)).ok().flatten(),
+            None,
+            "the failed put {j} came back"
+        );
+    }
     for &i in &acked {
         assert_eq!(
             db.get(&key(i)).ok().flatten(),

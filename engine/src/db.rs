@@ -1005,6 +1005,8 @@ impl Inner {
             rollover_max_us: self.log.max_rollover_ns.load(Ordering::Relaxed) / 1000,
             sorted_runs: Counters::get(&c.sorted_runs),
             unsorted_bytes: crate::maintenance::runs::unsorted_bytes(self),
+            unlogged_regions: self.unlogged.sealed(),
+            unlogged_open_bytes: self.unlogged.open_bytes(),
             write_rate_limit: self.throttle.rate(),
             delayed_writes: self.throttle.delayed_writes.load(Ordering::Relaxed),
             write_delay_us: self.throttle.delay_ns.load(Ordering::Relaxed) / 1000,

@@ -117,6 +117,11 @@ pub struct Statistics {
     /// Log bytes written since the last sorted run began: values that no
     /// run holds yet, which a scan reads one by one (0 with runs off).
     pub unsorted_bytes: u64,
+    /// Regions of `disable_wal` puts sealed since open (`unlogged.rs`).
+    pub unlogged_regions: u64,
+    /// Value bytes in the open region: acknowledged `disable_wal` puts a
+    /// crash would lose until the next seal (`Db::flush` seals).
+    pub unlogged_open_bytes: u64,
     /// Bytes per second writers are held to while defragment catches up
     /// (0: not throttled).
     pub write_rate_limit: u64,
@@ -172,6 +177,11 @@ impl fmt::Display for Statistics {
             f,
             "sorted runs: count={} unsorted_bytes={}",
             self.sorted_runs, self.unsorted_bytes
+        )?;
+        writeln!(
+            f,
+            "unlogged puts: regions_sealed={} open_bytes={}",
+            self.unlogged_regions, self.unlogged_open_bytes
         )?;
         writeln!(
             f,

@@ -22,7 +22,7 @@
 //! shared, and a region is opened only with the gate held exclusively: no
 //! logged writer is then between its check and its reservation.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLockWriteGuard};
@@ -50,6 +50,8 @@ pub(crate) struct Unlogged {
     open: AtomicBool,
     cur: Mutex<Option<Region>>,
     streak: AtomicU32,
+    /// Regions sealed since open.
+    sealed: AtomicU64,
 }
 
 struct Region {
@@ -97,12 +99,26 @@ impl Unlogged {
         Ok(())
     }
 
+    /// Regions sealed since open.
+    pub(crate) fn sealed(&self) -> u64 {
+        self.sealed.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of values (and their checksums) in the open region.
+    pub(crate) fn open_bytes(&self) -> u64 {
+        self.cur
+            .lock()
+            .as_ref()
+            .map_or(0, |r| r.dir.values_len() as u64)
+    }
+
     /// Seals the open region, if any.
     pub(crate) fn seal(&self, inner: &Inner) -> Result<()> {
         let mut cur = self.cur.lock();
         match cur.take() {
             Some(r) => {
                 self.open.store(false, Ordering::Release);
+                self.sealed.fetch_add(1, Ordering::Relaxed);
                 seal_region(inner, r)
             }
             None => Ok(()),
@@ -173,6 +189,7 @@ impl Unlogged {
                 let r = cur.take();
                 self.open.store(false, Ordering::Release);
                 if let Some(r) = r {
+                    self.sealed.fetch_add(1, Ordering::Relaxed);
                     seal_region(inner, r)?;
                 }
             }

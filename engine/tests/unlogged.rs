@@ -60,6 +60,14 @@ fn unlogged_puts_are_read_at_once_packed_and_kept_by_a_close() {
         let model: BTreeMap<Vec<u8>, Vec<u8>> =
             (0..n).map(|i| (key(i), value(i, 0, len))).collect();
         assert_eq!(dump(&db), model);
+        // What a crash would lose now, and that flush seals it.
+        let st = db.statistics();
+        assert!(st.unlogged_regions >= 9, "{st}");
+        assert!(st.unlogged_open_bytes > 0, "{st}");
+        db.flush().unwrap_or_else(|e| panic!("{e}"));
+        let after = db.statistics();
+        assert_eq!(after.unlogged_open_bytes, 0, "{after}");
+        assert_eq!(after.unlogged_regions, st.unlogged_regions + 1, "{after}");
         for async_io in [true, false] {
             let args = MultiScanArgs {
                 ranges: vec![

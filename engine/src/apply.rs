@@ -153,6 +153,17 @@ pub(crate) fn replay_record(
 ) -> Result<()> {
     let body_off = off + HEADER_LEN;
     let (seg_id, seg_path) = (seg.id, &seg.path);
+    let directory = || {
+        crate::t2::packed::of_record(h, body).map(move |e| {
+            e.map_err(|at| {
+                Error::Corruption(format!(
+                    "{} offset {off}: malformed {:?} directory at body offset {at}",
+                    seg_path.display(),
+                    h.kind
+                ))
+            })
+        })
+    };
     match h.kind {
         crate::t2::record::Kind::Batch => {
             apply_batch(t1, inline, seg_id, body_off, h.seq, body, adjust).map_err(|at| {
@@ -175,25 +186,15 @@ pub(crate) fn replay_record(
             Ok(())
         }
         crate::t2::record::Kind::Packed => {
-            for e in crate::t2::packed::of_record(h, body) {
-                let e = e.map_err(|at| {
-                    Error::Corruption(format!(
-                        "{} offset {off}: malformed packed directory at body offset {at}",
-                        seg_path.display()
-                    ))
-                })?;
+            for e in directory() {
+                let e = e?;
                 relocate(t1, e.key, e.seq, e.old, e.located(seg_id, body_off), adjust);
             }
             Ok(())
         }
         crate::t2::record::Kind::PackedPuts => {
-            for e in crate::t2::packed::of_record(h, body) {
-                let e = e.map_err(|at| {
-                    Error::Corruption(format!(
-                        "{} offset {off}: malformed packed-puts directory at body offset {at}",
-                        seg_path.display()
-                    ))
-                })?;
+            for e in directory() {
+                let e = e?;
                 let value = body
                     .get(e.value_off..e.value_off + e.old.len as usize)
                     .unwrap_or_default();

@@ -714,10 +714,7 @@ impl Inner {
                 .sum(),
         );
         {
-            let _stripes = match puts {
-                [(k, _)] => crate::stripes::Held::One(self.stripes.one(k)),
-                _ => self.stripes.many(puts.iter().map(|p| p.0)),
-            };
+            let _stripes = self.stripes.many(puts.iter().map(|p| p.0));
             self.unlogged.write(self, puts)?;
         }
         Counters::add(&self.counters.writes, 1);

@@ -47,6 +47,8 @@ const STREAK: u32 = 16;
 /// The open region and its bookkeeping; one per database.
 #[derive(Default)]
 pub(crate) struct Unlogged {
+    /// `cur.is_some()`, readable without the mutex: every logged write
+    /// checks it.
     open: AtomicBool,
     cur: Mutex<Option<Region>>,
     streak: AtomicU32,
@@ -114,7 +116,11 @@ impl Unlogged {
 
     /// Seals the open region, if any.
     pub(crate) fn seal(&self, inner: &Inner) -> Result<()> {
-        let mut cur = self.cur.lock();
+        self.seal_locked(inner, &mut self.cur.lock())
+    }
+
+    /// [`Self::seal`] with the region's mutex held.
+    fn seal_locked(&self, inner: &Inner, cur: &mut Option<Region>) -> Result<()> {
         match cur.take() {
             Some(r) => {
                 self.open.store(false, Ordering::Release);
@@ -186,12 +192,7 @@ impl Unlogged {
                     }
                     return Ok(());
                 }
-                let r = cur.take();
-                self.open.store(false, Ordering::Release);
-                if let Some(r) = r {
-                    self.sealed.fetch_add(1, Ordering::Relaxed);
-                    seal_region(inner, r)?;
-                }
+                self.seal_locked(inner, &mut cur)?;
             }
             drop(cur);
             drop(gate);

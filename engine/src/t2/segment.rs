@@ -329,12 +329,7 @@ impl Segment {
         let one_page = off / PAGE_SIZE == (off + len - 1) / PAGE_SIZE;
         // Where the first call starts: with the commit word, or after it.
         let from = if one_page { 0 } else { 8 };
-        let io = |e| {
-            Error::io(
-                format!("writing {} at offset {off}", self.path.display()),
-                e,
-            )
-        };
+        let io = |e| self.write_error(off, e);
         crate::failpoint::io_error("segment.write").map_err(io)?;
         self.pwrite_parts(off + from, hdr.get(from..).unwrap_or_default(), parts)
             .map_err(io)?;
@@ -374,15 +369,18 @@ impl Segment {
             self.store_parts(off, parts);
             return Ok(true);
         }
-        let io = |e| {
-            Error::io(
-                format!("writing {} at offset {off}", self.path.display()),
-                e,
-            )
-        };
+        let io = |e| self.write_error(off, e);
         crate::failpoint::io_error("segment.write").map_err(io)?;
         self.pwrite_parts(off, &[], parts).map_err(io)?;
         Ok(true)
+    }
+
+    /// The error of a failed write at `off`.
+    fn write_error(&self, off: usize, e: std::io::Error) -> Error {
+        Error::io(
+            format!("writing {} at offset {off}", self.path.display()),
+            e,
+        )
     }
 
     /// One `pwrite` of `head` followed by `parts` at `off`.

@@ -379,15 +379,24 @@ fn sigkill_while_a_close_redoes_a_cut_short_sort_loses_no_write() {
         Kill::AfterMark(0),
         Kill::Never,
     ];
-    let (_, after_mark, log) = close_rounds(
-        "sigkill_while_a_close_redoes_a_cut_short_sort_loses_no_write",
-        4 << 20,
-        "close moves again",
-        &kills,
-    );
-    assert!(
-        after_mark > 0,
-        "no close was killed while it moved a cut-short sort's values again in {} rounds: {log}",
+    // Every round checks that no write was lost. Whether a kill lands
+    // inside the second move is up to the scheduler (other tests run
+    // beside this one), so a series that never hit it is run again.
+    let mut logs = String::new();
+    for _ in 0..3 {
+        let (_, after_mark, log) = close_rounds(
+            "sigkill_while_a_close_redoes_a_cut_short_sort_loses_no_write",
+            4 << 20,
+            "close moves again",
+            &kills,
+        );
+        if after_mark > 0 {
+            return;
+        }
+        logs += &log;
+    }
+    panic!(
+        "no close was killed while it moved a cut-short sort's values again in 3 x {} rounds: {logs}",
         kills.len()
     );
 }

@@ -186,6 +186,17 @@ impl Segment {
             map.advise(memmap2::Advice::Random)
                 .map_err(|e| Error::io(format!("madvise of segment {}", path.display()), e))?;
         }
+        // `POSIX_FADV_RANDOM`, as RocksDB's `advise_random_on_open`: the
+        // buffered reads of this descriptor (MultiScan's owned-buffer
+        // extents, `get`'s `pread` of large values) each name exactly the
+        // bytes wanted, and kernel readahead past them read neighbours a
+        // strided scan never uses. It also raced with the planner: pages of
+        // a later range, read ahead by the io-wq worker of an earlier one,
+        // were found resident and served through the mapping, not a buffer.
+        // Faults on the mapping and `WILLNEED` advice are not affected.
+        // SAFETY: plain syscall on a descriptor this segment owns; no memory
+        // is passed. It is advice: a refusal costs only the readahead.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
         Ok(Segment {
             id,
             path,

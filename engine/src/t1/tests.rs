@@ -508,7 +508,8 @@ fn stress_writers_readers_with_splits_and_reorganizes() {
         readers.push(std::thread::spawn(move || {
             let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ r;
             let mut checks = 0u64;
-            while !stop.load(Ordering::Acquire) {
+            // At least one check, however late this thread starts.
+            while !stop.load(Ordering::Acquire) || checks == 0 {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;

@@ -667,8 +667,10 @@ fn concurrent_writes_never_yield_torn_values() {
     let writer = {
         let (st, stop) = (st.clone(), stop.clone());
         std::thread::spawn(move || {
+            // ~20k versions while the readers run here; the cap keeps a
+            // slow machine's log (64 KiB segments, never retired) bounded.
             let mut ver = 1u32;
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) && ver < 200_000 {
                 let i = ver.wrapping_mul(2_654_435_761) % n;
                 let len = 20 + (ver as usize % 11) * 173;
                 if ver.is_multiple_of(13) {

@@ -119,16 +119,19 @@ impl Unlogged {
         self.seal_locked(inner, &mut self.cur.lock())
     }
 
-    /// [`Self::seal`] with the region's mutex held.
+    /// [`Self::seal`] with the region's mutex held. A seal that fails
+    /// (EIO) leaves the region open, so the next one (a flush, a
+    /// checkpoint, close) tries again: its puts were acknowledged, and a
+    /// later `flush` returning `Ok` must mean they are durable.
     fn seal_locked(&self, inner: &Inner, cur: &mut Option<Region>) -> Result<()> {
-        match cur.take() {
-            Some(r) => {
-                self.open.store(false, Ordering::Release);
-                self.sealed.fetch_add(1, Ordering::Relaxed);
-                seal_region(inner, r)
-            }
-            None => Ok(()),
-        }
+        let Some(r) = cur.as_mut() else {
+            return Ok(());
+        };
+        seal_region(inner, r)?;
+        *cur = None;
+        self.open.store(false, Ordering::Release);
+        self.sealed.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Writes `puts` into the open region (opening one when there is none
@@ -218,13 +221,16 @@ impl Unlogged {
 
 /// Writes the region's directory and header. The unused end of the
 /// reservation is given back to the log when nothing was reserved after
-/// it, else it becomes zero padding inside the body.
-fn seal_region(inner: &Inner, r: Region) -> Result<()> {
-    let seg = &r.seg;
+/// it, else it becomes zero padding inside the body. Safe to call again
+/// after a failure: both writes land at the same offsets, and a
+/// reservation already given back is not counted as padding.
+fn seal_region(inner: &Inner, r: &mut Region) -> Result<()> {
+    let seg = r.seg.clone();
     let dir_at = r.next_value();
     seg.write_at(dir_at, &[r.dir.bytes()])?;
     let exact = r.off + record_len(r.dir.body_len());
-    let body_len = if inner.log.give_back(seg, exact, r.end) {
+    let body_len = if inner.log.give_back(&seg, exact, r.end) {
+        r.end = exact;
         r.dir.body_len()
     } else {
         r.end - r.off - HEADER_LEN

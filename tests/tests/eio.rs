@@ -125,7 +125,25 @@ fn eio_is_an_io_error_reads_go_on_and_the_engine_recovers() {
                 .unwrap_or_else(|e| panic!("{e}"));
             acked.push(j);
         }
+        // Sealing the region fails: the flush reports it and the region
+        // stays open (a later `Ok` from flush must mean sealed), so the
+        // next flush seals it.
+        let before = db.statistics();
+        set_io_error("segment.write", true);
+        io_error_naming(db.flush(), "writing");
+        set_io_error("segment.write", false);
+        let failed = db.statistics();
+        assert!(
+            failed.unlogged_open_bytes > 0 && failed.unlogged_regions == before.unlogged_regions,
+            "a failed seal closed the region: {failed}"
+        );
         db.flush().unwrap_or_else(|e| panic!("{e}"));
+        let sealed = db.statistics();
+        assert!(
+            sealed.unlogged_open_bytes == 0
+                && sealed.unlogged_regions == before.unlogged_regions + 1,
+            "{sealed}"
+        );
     }
     let db = Db::open(dir.path(), opts()).unwrap_or_else(|e| panic!("reopen: {e}"));
     for j in [9000, 9100, 9101, 9102] {

@@ -49,6 +49,15 @@ fn store_with(seg_size: usize) -> Store {
 }
 
 impl Store {
+    /// Pages of the whole log in the page cache.
+    fn resident_pages(&self) -> usize {
+        self.log
+            .segments()
+            .iter()
+            .map(|s| residency::resident_pages_in(s, 0, s.size()))
+            .sum()
+    }
+
     fn put(&self, k: &[u8], v: &[u8]) {
         let a = self
             .log
@@ -381,12 +390,7 @@ fn owned_buffer_reads_bring_in_only_their_own_pages() {
     let (r, stats) = run(&st, &a);
     assert_eq!(r, model_scan(&m, &ranges));
     assert_eq!(stats.buffered_values, 10, "{stats:?}");
-    let resident: usize = st
-        .log
-        .segments()
-        .iter()
-        .map(|s| residency::resident_pages_in(s, 0, s.size()))
-        .sum();
+    let resident = st.resident_pages();
     // The read's pages, plus one at each end where it is not page-aligned.
     let read = stats.bytes.div_ceil(4096) as usize + 2;
     assert!(
@@ -444,12 +448,7 @@ fn auto_mode_reads_through_the_page_cache_while_another_scan_runs() {
     assert_eq!(r, model_scan(&m, &during));
     assert!(meanwhile.reads > 0, "{meanwhile:?}");
     assert_eq!(meanwhile.buffered_values, 0, "{meanwhile:?}");
-    let cached: usize = st
-        .log
-        .segments()
-        .iter()
-        .map(|s| residency::resident_pages_in(s, 0, s.size()))
-        .sum();
+    let cached = st.resident_pages();
     assert!(
         cached * residency::PAGE >= 200 * 700,
         "{cached} pages cached"

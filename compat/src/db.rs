@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::iter::DbIterator;
 use crate::multiscan::{MultiScan, MultiScanArgs};
 use crate::options::{Limits, ReadOptions, WriteOptions};
+use crate::snapshot::Snapshot;
 
 /// A key-value engine behind a RocksDB-shaped interface.
 ///
@@ -37,9 +38,29 @@ pub trait Db: Send + Sync {
         Ok(self.get_into(opts, key, &mut out)?.then_some(out))
     }
 
-    /// Reads many keys; one result per key, in order.
+    /// Reads many keys; one result per key, in order. All keys are read
+    /// from one view: `opts.snapshot`, or one taken for the call.
     fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
+        let pinned;
+        let opts = match (&opts.snapshot, keys.len() > 1) {
+            (None, true) => match self.snapshot() {
+                Ok(s) => {
+                    pinned = opts.clone().with_snapshot(&s);
+                    &pinned
+                }
+                // Transitional: engines without snapshots read live.
+                Err(Error::NotSupported(_)) => opts,
+                Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
+            },
+            _ => opts,
+        };
         keys.iter().map(|k| self.get(opts, k)).collect()
+    }
+
+    /// A point-in-time view for later reads ([`ReadOptions::snapshot`]),
+    /// released when the handle and its clones are dropped.
+    fn snapshot(&self) -> Result<Snapshot> {
+        Err(not_supported(self.name(), "snapshot"))
     }
 
     /// Sets `key` to `value`.
@@ -48,21 +69,31 @@ pub trait Db: Send + Sync {
     /// Removes `key`; removing a missing key succeeds.
     fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()>;
 
-    /// Applies `batch` atomically with respect to crashes. Whether concurrent
-    /// readers can observe half a batch is engine-specific and documented on
-    /// each adapter.
+    /// Applies `batch` atomically: after a crash it is wholly present or
+    /// wholly absent, and a concurrent reader sees all of it or none.
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()>;
 
-    /// A cursor over the database, honouring the options' bounds.
+    /// A cursor over the database, honouring the options' bounds. It reads
+    /// `opts.snapshot`, or the database as of the call.
     fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>>;
 
-    /// Many ranges in one call; see [`crate::multiscan`].
+    /// Many ranges in one call; see [`crate::multiscan`]. Every range is
+    /// read from one view: `opts.snapshot`, or one taken for the call.
     fn multi_scan<'a>(
         &'a self,
         opts: &ReadOptions,
         args: &MultiScanArgs,
     ) -> Result<Box<dyn MultiScan + 'a>> {
-        let ms = crate::multiscan::IterMultiScan::new(opts, args, move |ro| self.iter(ro))?;
+        let mut opts = opts.clone();
+        if opts.snapshot.is_none() && args.ranges.len() > 1 {
+            match self.snapshot() {
+                Ok(s) => opts.snapshot = Some(s),
+                // Transitional: engines without snapshots read live.
+                Err(Error::NotSupported(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let ms = crate::multiscan::IterMultiScan::new(&opts, args, move |ro| self.iter(ro))?;
         Ok(Box::new(ms))
     }
 

@@ -20,6 +20,7 @@ pub mod iter;
 pub mod multiscan;
 pub mod options;
 pub mod registry;
+pub mod snapshot;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use db::{check_sizes, not_supported, Db};
@@ -31,3 +32,4 @@ pub use multiscan::{
 };
 pub use options::{EngineOptions, Limits, OptionMap, ReadOptions, WriteOptions};
 pub use registry::{open, EngineKind};
+pub use snapshot::Snapshot;

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
+use crate::snapshot::Snapshot;
 
 /// Options for reads, iterators and MultiScans (RocksDB's `ReadOptions`).
 #[derive(Debug, Clone)]
@@ -19,6 +20,10 @@ pub struct ReadOptions {
     pub async_io: bool,
     /// Readahead for iterators, in bytes; 0 lets the engine choose.
     pub readahead_size: usize,
+    /// Read as of this snapshot ([`crate::Db::snapshot`]). `None`: a point
+    /// read sees the latest committed state; an iterator, `multi_get` or
+    /// MultiScan sees the state as of its creation, as in RocksDB.
+    pub snapshot: Option<Snapshot>,
 }
 
 impl Default for ReadOptions {
@@ -30,6 +35,7 @@ impl Default for ReadOptions {
             verify_checksums: true,
             async_io: false,
             readahead_size: 0,
+            snapshot: None,
         }
     }
 }
@@ -39,6 +45,12 @@ impl ReadOptions {
     pub fn with_bounds(mut self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Self {
         self.iterate_lower_bound = lower.map(<[u8]>::to_vec);
         self.iterate_upper_bound = upper.map(<[u8]>::to_vec);
+        self
+    }
+
+    /// Reads as of `snapshot`.
+    pub fn with_snapshot(mut self, snapshot: &Snapshot) -> Self {
+        self.snapshot = Some(snapshot.clone());
         self
     }
 }

@@ -36,6 +36,10 @@ pub enum Error {
     /// The engine is shutting down or was closed.
     #[error("Shutdown in progress: {0}")]
     ShutdownInProgress(String),
+    /// An earlier sync failed; writes fail until the database is reopened
+    /// (RocksDB's background error that stops writes).
+    #[error("Poisoned: {0}")]
+    Poisoned(String),
 }
 
 impl Error {
@@ -55,6 +59,7 @@ impl Error {
             Error::Incomplete(_) => "Incomplete",
             Error::PrefetchLimitReached(_) => "PrefetchLimitReached",
             Error::ShutdownInProgress(_) => "ShutdownInProgress",
+            Error::Poisoned(_) => "Poisoned",
         }
     }
 }

@@ -13,7 +13,6 @@
 //! (the engine's write path) into a temporary directory under
 //! `MS_DIR` (default /tmp).
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -21,7 +20,7 @@ use vmemkv::multiscan::{self, residency, BufferMode, MultiScanArgs, ScanRange};
 use vmemkv::t1::{Entry, Locator, Payload, T1Config, T1};
 use vmemkv::t2::log::Log;
 use vmemkv::t2::record::Kind;
-use vmemkv::t2::segment::{MapOpts, Segment};
+use vmemkv::t2::segment::MapOpts;
 
 const SEG: usize = 64 << 20;
 const SCANS: u64 = 15;
@@ -58,10 +57,7 @@ fn load(dir: &std::path::Path, n: u64, random: bool) -> Store {
         prefault: false,
         random: true,
     };
-    let seg = Segment::create(dir, 0, SEG, mo).unwrap_or_else(|e| panic!("{e}"));
-    let mut segs = BTreeMap::new();
-    segs.insert(0, Arc::new(seg));
-    let log = Log::new(dir, SEG, mo, segs, 0).unwrap_or_else(|e| panic!("{e}"));
+    let log = Log::create(dir, SEG, mo).unwrap_or_else(|e| panic!("{e}"));
     let t1 = T1::new(T1Config {
         background: false,
         ..T1Config::default()

@@ -2,7 +2,6 @@
 //! `MANIFEST` that names it and the LSN it covers. Layouts are in
 //! `docs/design.md`.
 
-use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
@@ -63,8 +62,7 @@ impl Manifest {
     /// Reads and checks `dir/MANIFEST`.
     pub fn load(dir: &Path) -> Result<Manifest> {
         let path = dir.join(crate::dir::MANIFEST_NAME);
-        let text = std::fs::read(&path)
-            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let text = crate::fsutil::read_file(&path, "manifest")?;
         let bad = |what: &str| Error::Corruption(format!("{}: {what}", path.display()));
         let text = std::str::from_utf8(&text).map_err(|_| bad("not UTF-8"))?;
         let crc_at = text.rfind("crc=").ok_or_else(|| bad("no crc line"))?;
@@ -227,7 +225,7 @@ pub fn load_snapshot(
     mut on_entry: impl FnMut(&[u8], &Entry) -> Result<()>,
 ) -> Result<u64> {
     let path = dir.join(&m.snapshot);
-    let f = File::open(&path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    let f = crate::fsutil::open_file(&path, std::fs::OpenOptions::new().read(true), 0, "snapshot")?;
     let len = f
         .metadata()
         .map_err(|e| Error::io(format!("stat of {}", path.display()), e))?

@@ -20,6 +20,7 @@ use crate::maintenance::prio::niced;
 use crate::maintenance::Background;
 use crate::options::{Options, MAX_KEY_SIZE};
 use crate::stats::{Counters, Statistics};
+use crate::t2::durable::{DurableEnd, End};
 use crate::t2::log::Log;
 use crate::t2::packed;
 use crate::t2::record::{lsn, split_lsn, Kind};
@@ -241,7 +242,32 @@ impl Db {
             )));
         }
 
-        // 2. Replay the log from the checkpoint's LSN.
+        // 2. How far the acknowledged log reaches. A new database gets its
+        // LOGEND before its first segment, so a log without one was damaged.
+        let (durable, end) = if listing.has_log_end {
+            DurableEnd::open(&dir)?
+        } else if segs.is_empty() && !listing.has_manifest {
+            let end = End {
+                lsn: 0,
+                seg_size: opts.segment_size as u64,
+            };
+            let d = DurableEnd::create(&dir, end)?;
+            crate::fsutil::sync_dir(&dir)?;
+            (d, end)
+        } else {
+            let e = Error::Corruption(format!(
+                "{}: {} is missing, so how far the acknowledged log reaches is unknown",
+                dir.display(),
+                dir.join(crate::t2::durable::NAME).display()
+            ));
+            info.log(format_args!("recovery failed: {e}"));
+            return Err(e);
+        };
+        check_sizes(&segs, end, opts.segment_size).inspect_err(|e| {
+            info.log(format_args!("recovery failed: {e}"));
+        })?;
+
+        // 3. Replay the log from the checkpoint's LSN.
         let (start_seg, start_off) = split_lsn(start);
         if segs.is_empty() && start == 0 {
             segs.insert(
@@ -273,7 +299,7 @@ impl Db {
             let adjust = adjust_in(&segs);
             let inline = opts.inline_values;
             let t1r = &t1;
-            scan::recover(&tail, start_off as usize, |seg, f, body| {
+            scan::recover(&tail, start_off as usize, end.lsn, |seg, f, body| {
                 apply::replay_record(t1r, inline, seg, f.off, &f.header, body, &adjust)
             })
         };
@@ -286,7 +312,7 @@ impl Db {
         };
         for (s, from, to) in &rep.holes {
             info.log(format_args!(
-                "recovery: skipped {} bytes at {} offset {from}: a write in flight at the crash (never acknowledged)",
+                "recovery: padded {} bytes at {} offset {from}: a write in flight at the crash (never acknowledged)",
                 to - from,
                 segment::file_name(*s)
             ));
@@ -331,7 +357,7 @@ impl Db {
             t_replay.elapsed().as_secs_f64() * 1e3,
             t0.elapsed().as_secs_f64() * 1e3
         ));
-        let log = Log::new(&dir, opts.segment_size, map_opts, segs, start)?;
+        let log = Log::new(&dir, opts.segment_size, map_opts, segs, start, durable)?;
         // Whatever a killed process left in the page cache becomes durable
         // now, so later sync writes never sit on a non-durable prefix.
         log.sync_to(rep.end)?;
@@ -628,6 +654,26 @@ impl Drop for Db {
             .info
             .log(format_args!("close {}", self.inner.dir.display()));
     }
+}
+
+/// Segments are created at full size and never shrink, so one shorter
+/// than it was created was truncated: the segment `LOGEND` points into must
+/// have the size it records, and later ones (created since) that size or
+/// the configured one. Sealed segments are checked by their seal.
+fn check_sizes(segs: &BTreeMap<u32, Arc<Segment>>, end: End, configured: usize) -> Result<()> {
+    let (end_seg, _) = split_lsn(end.lsn);
+    for s in segs.range(end_seg..).map(|(_, s)| s) {
+        let size = s.size() as u64;
+        let ok = size == end.seg_size || (s.id > end_seg && size == configured as u64);
+        if !ok {
+            return Err(Error::Corruption(format!(
+                "{} has {size} bytes but was created with {} (truncated?)",
+                s.path.display(),
+                end.seg_size
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn key_too_large(n: usize) -> Error {

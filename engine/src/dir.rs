@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
@@ -20,8 +20,10 @@ pub const MANIFEST_NAME: &str = "MANIFEST";
 /// Whether `name` is a file this engine creates.
 pub fn is_own_file(name: &str) -> bool {
     let base = name.strip_suffix(".tmp").unwrap_or(name);
-    matches!(base, LOCK_NAME | "LOG" | "LOG.old" | MANIFEST_NAME)
-        || segment::parse_file_name(base).is_some()
+    matches!(
+        base,
+        LOCK_NAME | "LOG" | "LOG.old" | MANIFEST_NAME | crate::t2::durable::NAME
+    ) || segment::parse_file_name(base).is_some()
         || crate::checkpoint::parse_snapshot_name(base).is_some()
 }
 
@@ -36,6 +38,8 @@ pub struct Listing {
     pub temps: Vec<String>,
     /// Snapshot files found.
     pub snapshots: Vec<String>,
+    /// Whether a `LOGEND` exists.
+    pub has_log_end: bool,
 }
 
 /// Checks the path, creating the directory when allowed, and lists it.
@@ -55,7 +59,12 @@ pub fn prepare(path: &Path, create_if_missing: bool, error_if_exists: bool) -> R
                     path.display()
                 )));
             }
-            std::fs::create_dir_all(path)
+            // 0755 whatever the umask: a directory others may write to lets
+            // them plant a link where the engine's next file goes.
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(path)
                 .map_err(|e| Error::io(format!("creating directory {}", path.display()), e))?;
         }
         Err(e) => return Err(Error::io(format!("stat of {}", path.display()), e)),
@@ -66,6 +75,16 @@ pub fn prepare(path: &Path, create_if_missing: bool, error_if_exists: bool) -> R
     for ent in rd {
         let ent = ent.map_err(|e| Error::io(format!("listing directory {}", path.display()), e))?;
         let name = ent.file_name().to_string_lossy().into_owned();
+        let kind = ent
+            .file_type()
+            .map_err(|e| Error::io(format!("stat of {}", ent.path().display()), e))?;
+        if is_own_file(&name) && !kind.is_file() {
+            return Err(Error::InvalidArgument(format!(
+                "{} is {}; vmemkv's files must be regular files",
+                ent.path().display(),
+                crate::fsutil::file_kind(&kind)
+            )));
+        }
         if !is_own_file(&name) {
             return Err(Error::InvalidArgument(format!(
                 "{} holds a file that is not vmemkv's: {name}; refusing to open a foreign directory",
@@ -78,6 +97,8 @@ pub fn prepare(path: &Path, create_if_missing: bool, error_if_exists: bool) -> R
             l.segments.push(id);
         } else if name == MANIFEST_NAME {
             l.has_manifest = true;
+        } else if name == crate::t2::durable::NAME {
+            l.has_log_end = true;
         } else if crate::checkpoint::parse_snapshot_name(&name).is_some() {
             l.snapshots.push(name);
         }
@@ -132,14 +153,16 @@ impl DirLock {
                 path.display()
             )));
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o644)
-            .open(&path)
-            .map_err(|e| Error::io(format!("opening lock file {}", path.display()), e))?;
+        let file = crate::fsutil::open_file(
+            &path,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+            0,
+            "lock file",
+        )?;
         // SAFETY: `flock` is a plain C struct for which all-zero bytes are
         // a valid value; the fields that matter are set below.
         let mut fl: libc::flock = unsafe { std::mem::zeroed() };

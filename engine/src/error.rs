@@ -25,6 +25,13 @@ pub enum Error {
     /// The database was closed or is shutting down.
     #[error("Shutdown in progress: {0}")]
     ShutdownInProgress(String),
+    /// A write or sync failed after the kernel may have dropped the data
+    /// (a failed `msync`/`fdatasync` clears the dirty state of the pages it
+    /// could not write): nothing written since can be promised durable, so
+    /// every later write and sync fails until the database is reopened and
+    /// recovery establishes what survived. Reads still work.
+    #[error("Poisoned: {0}")]
+    Poisoned(String),
 }
 
 impl Error {

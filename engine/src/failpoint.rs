@@ -79,6 +79,8 @@ pub const IO_POINTS: &[&str] = &[
     "segment.create",
     "segment.write",
     "snapshot.sync",
+    "segment.msync.after",
+    "logend.write",
 ];
 
 #[cfg(feature = "failpoints")]

@@ -3,13 +3,12 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Name of the info log file.
 pub const LOG_NAME: &str = "LOG";
@@ -49,12 +48,12 @@ impl InfoLog {
     /// Opens (appending to) `dir/LOG`.
     pub fn open(dir: &Path) -> Result<InfoLog> {
         let path = dir.join(LOG_NAME);
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o644)
-            .open(&path)
-            .map_err(|e| Error::io(format!("opening info log {}", path.display()), e))?;
+        let file = crate::fsutil::open_file(
+            &path,
+            OpenOptions::new().append(true).create(true),
+            0,
+            "info log",
+        )?;
         Ok(InfoLog {
             file: Mutex::new(file),
         })

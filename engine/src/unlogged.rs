@@ -225,6 +225,15 @@ impl Unlogged {
 /// after a failure: both writes land at the same offsets, and a
 /// reservation already given back is not counted as padding.
 fn seal_region(inner: &Inner, r: &mut Region) -> Result<()> {
+    inner.log.check_poison()?;
+    let sealed = write_seal(inner, r);
+    if sealed.is_ok() {
+        inner.log.reservation_done();
+    }
+    inner.log.poison_on(sealed)
+}
+
+fn write_seal(inner: &Inner, r: &mut Region) -> Result<()> {
     let seg = r.seg.clone();
     let dir_at = r.next_value();
     seg.write_at(dir_at, &[r.dir.bytes()])?;

@@ -16,7 +16,7 @@ use vmemkv::multiscan::{self, residency, BufferMode, MultiScanArgs, MultiScanSta
 use vmemkv::t1::{Entry, Locator, Payload, T1Config, T1};
 use vmemkv::t2::log::Log;
 use vmemkv::t2::record::Kind;
-use vmemkv::t2::segment::{MapOpts, Segment};
+use vmemkv::t2::segment::MapOpts;
 
 const SEG: usize = 64 << 10;
 
@@ -36,10 +36,7 @@ fn store_with(seg_size: usize) -> Store {
         prefault: false,
         random: true,
     };
-    let seg = Segment::create(dir.path(), 0, seg_size, mo).unwrap_or_else(|e| panic!("{e}"));
-    let mut segs = BTreeMap::new();
-    segs.insert(0, Arc::new(seg));
-    let log = Log::new(dir.path(), seg_size, mo, segs, 0).unwrap_or_else(|e| panic!("{e}"));
+    let log = Log::create(dir.path(), seg_size, mo).unwrap_or_else(|e| panic!("{e}"));
     let t1 = T1::new(T1Config {
         background: false,
         split_threshold: 64,

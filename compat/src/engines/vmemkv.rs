@@ -47,6 +47,7 @@ pub(crate) fn map_err(e: vmemkv::Error) -> Error {
         vmemkv::Error::IoError(m) => Error::IoError(m),
         vmemkv::Error::Busy(m) => Error::Busy(m),
         vmemkv::Error::ShutdownInProgress(m) => Error::ShutdownInProgress(m),
+        vmemkv::Error::Poisoned(m) => Error::Poisoned(m),
     }
 }
 

@@ -164,7 +164,7 @@ fn compact(inner: &Inner, seg: &Segment, rep: &mut DefragReport) -> Result<()> {
                     mover.move_if_live(e.key, value, seg, body_off + e.value_off, rep)?;
                 }
             }
-            Kind::Seal => {}
+            Kind::Seal | Kind::Pad => {}
         }
     }
     mover.flush(rep)

@@ -12,7 +12,10 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
 use crate::fsutil::sync_dir;
-use crate::t2::record::{lsn, record_len, seal_offset, split_lsn, Header, Kind, SEAL_LEN};
+use crate::t2::durable::{DurableEnd, End, InFlight};
+use crate::t2::record::{
+    lsn, pad_header, record_len, seal_offset, split_lsn, Header, Kind, HEADER_LEN, SEAL_LEN,
+};
 use crate::t2::segment::{MapOpts, Segment};
 
 /// Where an appended record landed.
@@ -71,17 +74,28 @@ pub struct Log {
     /// How much of the log MultiScans have read (their page-cache
     /// admission, `multiscan::admission`).
     pub(crate) scanned: crate::multiscan::admission::Scanned,
+    /// `LOGEND`: how far the acknowledged log reaches (`durable.rs`).
+    durable: DurableEnd,
+    /// Appenders between their reservation and their finished record.
+    in_flight: InFlight,
+    /// LSN of the reservation an unlogged region holds open
+    /// ([`Log::reserve`] to [`Log::reservation_done`]); `u64::MAX` when
+    /// none. `LOGEND` never passes it: the region is written piece by piece.
+    open_reserved: AtomicU64,
+    /// Set by the first failed write or sync ([`Error::Poisoned`]).
+    poison: std::sync::OnceLock<String>,
 }
 
 impl Log {
     /// Builds the log over recovered segments (non-empty; the highest id is
     /// the active one) whose tails were set by recovery.
-    pub fn new(
+    pub(crate) fn new(
         dir: &Path,
         seg_size: usize,
         map_opts: MapOpts,
         segments: BTreeMap<u32, Arc<Segment>>,
         synced: u64,
+        durable: DurableEnd,
     ) -> Result<Log> {
         let active = segments
             .values()
@@ -108,7 +122,72 @@ impl Log {
             sync_counters: SyncCounters::default(),
             max_rollover_ns: AtomicU64::new(0),
             scanned: Default::default(),
+            durable,
+            in_flight: InFlight::default(),
+            open_reserved: AtomicU64::new(u64::MAX),
+            poison: std::sync::OnceLock::new(),
         })
+    }
+
+    /// `Err(Poisoned)` once a write or sync of the log has failed.
+    pub fn check_poison(&self) -> Result<()> {
+        match self.poison.get() {
+            Some(m) => Err(Error::Poisoned(m.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Passes `r` through, poisoning the log if it is an error: after a
+    /// failed write the log has a stretch recovery may find zeroed below
+    /// later records, and after a failed `msync` the kernel may have
+    /// dropped dirty pages it will never write, so a later sync returning
+    /// Ok would report lost data as durable.
+    pub fn poison_on<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            let _ = self.poison.set(format!(
+                "an earlier write or sync of the log failed ({e}); \
+                 reopen the database to recover what is durable"
+            ));
+        }
+        r
+    }
+
+    /// The LSN `LOGEND` last stored.
+    pub fn durable_lsn(&self) -> u64 {
+        self.durable.lsn()
+    }
+
+    /// Declares `[off, off + len)` of `seg` empty with a [`Kind::Pad`]
+    /// (a stretch shorter than a header cannot hide a record and stays
+    /// zero). The caller owns the stretch.
+    fn pad(&self, seg: &Segment, off: usize, len: usize) -> Result<()> {
+        if len < HEADER_LEN {
+            return Ok(());
+        }
+        self.poison_on(seg.write_record(off, &pad_header(seg.id, off, len), &[]))
+            .map(drop)
+    }
+
+    /// A new log in `dir` (an empty directory): its `LOGEND` and first
+    /// segment.
+    pub fn create(dir: &Path, seg_size: usize, map_opts: MapOpts) -> Result<Log> {
+        let durable = DurableEnd::create(
+            dir,
+            End {
+                lsn: 0,
+                seg_size: seg_size as u64,
+            },
+        )?;
+        let seg = Arc::new(Segment::create(dir, 0, seg_size, map_opts)?);
+        sync_dir(dir)?;
+        Log::new(
+            dir,
+            seg_size,
+            map_opts,
+            BTreeMap::from([(0, seg)]),
+            0,
+            durable,
+        )
     }
 
     /// Size of new segments.
@@ -208,10 +287,13 @@ impl Log {
             )));
         }
         let len = record_len(body_len);
+        self.check_poison()?;
+        let _ticket = self.in_flight.enter();
         loop {
             let seg = self.active.load_full();
             let off = seg.tail.fetch_add(len as u64, Ordering::AcqRel) as usize;
-            if off + len <= seal_offset(seg.size()) {
+            let end = seal_offset(seg.size());
+            if off + len <= end {
                 let at = lsn(seg.id, off as u32);
                 let header = Header {
                     kind,
@@ -222,7 +304,7 @@ impl Log {
                     seq: seq.unwrap_or(at),
                     extra,
                 };
-                if !seg.write_record(off, &header, parts)? {
+                if !self.poison_on(seg.write_record(off, &header, parts))? {
                     return Err(Error::InvalidArgument(format!(
                         "internal: record of {len} bytes at offset {off} does not fit {}",
                         seg.path.display()
@@ -235,6 +317,12 @@ impl Log {
                     body_off: off + crate::t2::record::HEADER_LEN,
                     end_lsn: at + len as u64,
                 });
+            }
+            // The one writer whose record straddles the seal slot owns the
+            // rest of the segment: declared empty, it is not mistaken for
+            // zeroed records.
+            if off < end {
+                self.pad(&seg, off, end - off)?;
             }
             self.rollover(seg.id)?;
         }
@@ -253,11 +341,24 @@ impl Log {
             )));
         }
         let want = want.max(min);
+        self.check_poison()?;
+        let _ticket = self.in_flight.enter();
         loop {
             let seg = self.active.load_full();
             let end = seal_offset(seg.size());
             let used = seg.tail.load(Ordering::Acquire) as usize;
             let take = end.saturating_sub(used).min(want);
+            if take < min && used < end {
+                // Too little left: claim and pad it, then roll over.
+                if seg
+                    .tail
+                    .compare_exchange(used as u64, end as u64, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    self.pad(&seg, used, end - used)?;
+                }
+                continue;
+            }
             if take >= min {
                 let take = take / crate::t2::record::ALIGN * crate::t2::record::ALIGN;
                 if seg
@@ -271,12 +372,20 @@ impl Log {
                     .is_ok()
                 {
                     self.appended.fetch_add(take as u64, Ordering::Relaxed);
+                    self.open_reserved
+                        .store(lsn(seg.id, used as u32), Ordering::SeqCst);
                     return Ok((seg, used, take));
                 }
                 continue;
             }
             self.rollover(seg.id)?;
         }
+    }
+
+    /// The reservation [`Log::reserve`] handed out is complete: its record's
+    /// header is written.
+    pub fn reservation_done(&self) {
+        self.open_reserved.store(u64::MAX, Ordering::SeqCst);
     }
 
     /// Returns `[from, to)` of `seg`, the unused end of a reservation, if
@@ -325,7 +434,7 @@ impl Log {
             seq: lsn(old.id, at as u32),
             extra: u64::from(next),
         };
-        if !old.write_record(at, &seal, &[])? {
+        if !self.poison_on(old.write_record(at, &seal, &[]))? {
             return Err(Error::InvalidArgument(format!(
                 "internal: no room for the seal at offset {at} of {}",
                 old.path.display()
@@ -405,6 +514,7 @@ impl Log {
         let mut st = self.sync.lock();
         st.requested = st.requested.max(target);
         loop {
+            self.check_poison()?;
             if st.synced >= target {
                 return Ok(());
             }
@@ -413,10 +523,19 @@ impl Log {
                 continue;
             }
             st.leader = true;
-            let from = st.synced;
             let upto = st.requested;
+            // From LOGEND's claim, not the watermark: a region completed
+            // since the last round may lie below the watermark.
+            let from = st.synced.min(self.durable.lsn());
             drop(st);
-            let res = self.flush_between(from, upto);
+            // Every record below `upto` is complete once those in flight
+            // finish; an open unlogged region bounds the claim.
+            self.in_flight.drain();
+            let claim = upto.min(self.open_reserved.load(Ordering::SeqCst));
+            let res = self.poison_on(
+                self.flush_between(from, upto)
+                    .and_then(|()| self.store_end(claim)),
+            );
             self.sync_counters.rounds.fetch_add(1, Ordering::Relaxed);
             st = self.sync.lock();
             st.leader = false;
@@ -431,7 +550,26 @@ impl Log {
     /// `msync`s `[from, to)` without advancing the group-commit watermark
     /// (records in that range may still be in flight).
     pub fn sync_to_untracked(&self, from: u64, to: u64) -> Result<()> {
-        self.flush_between(from, to)
+        self.check_poison()?;
+        self.poison_on(self.flush_between(from, to))
+    }
+
+    /// Stores `claim` in `LOGEND` (everything below it is durable).
+    fn store_end(&self, claim: u64) -> Result<()> {
+        let (id, off) = split_lsn(claim);
+        let Some(size) = self.with_segment(id, |s| s.size()) else {
+            return Ok(());
+        };
+        // A full segment's tail runs past its seal slot, which holds
+        // nothing until a rollover succeeds.
+        let claim = lsn(id, off.min(seal_offset(size) as u32));
+        let seg_size = size as u64;
+        crate::failpoint::io_error("segment.msync.after")
+            .map_err(|e| Error::io("msync of the log (injected after it ran)", e))?;
+        self.durable.store(End {
+            lsn: claim,
+            seg_size,
+        })
     }
 
     /// `msync`s the log between two LSNs.

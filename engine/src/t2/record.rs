@@ -30,6 +30,11 @@ pub enum Kind {
     /// (the directory's old locators are zero), possibly followed by zero
     /// padding (`unlogged.rs`).
     PackedPuts = 5,
+    /// Space that holds no data, declared so that recovery can tell it
+    /// from acknowledged records that were zeroed: the end of a segment a
+    /// record did not fit, and a hole left by a write in flight at a crash
+    /// (recovery pads it). Its body is not checksummed and is never read.
+    Pad = 6,
 }
 
 impl Kind {
@@ -40,6 +45,7 @@ impl Kind {
             3 => Some(Kind::Seal),
             4 => Some(Kind::Packed),
             5 => Some(Kind::PackedPuts),
+            6 => Some(Kind::Pad),
             _ => None,
         }
     }
@@ -84,6 +90,21 @@ pub const SEAL_LEN: usize = HEADER_LEN;
 /// `[0, seal_offset(size))`.
 pub fn seal_offset(size: usize) -> usize {
     size.saturating_sub(SEAL_LEN) & !(ALIGN - 1)
+}
+
+/// The header of a [`Kind::Pad`] covering `[off, off + len)` of segment
+/// `segment`; `len` is at least [`HEADER_LEN`] and a multiple of [`ALIGN`].
+pub fn pad_header(segment: u32, off: usize, len: usize) -> Header {
+    let at = lsn(segment, off as u32);
+    Header {
+        kind: Kind::Pad,
+        count_or_key_len: 0,
+        body_len: (len - HEADER_LEN) as u32,
+        body_crc: 0,
+        lsn: at,
+        seq: at,
+        extra: 0,
+    }
 }
 
 /// Packs an LSN from a segment id and offset.

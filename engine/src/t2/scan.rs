@@ -27,7 +27,7 @@ pub fn validate_at(seg: &Segment, off: usize) -> Option<Found> {
         return None;
     }
     let body = seg.bytes(off + HEADER_LEN, h.body_len as usize)?;
-    if crate::crc::crc32c(body) != h.body_crc {
+    if h.kind != Kind::Pad && crate::crc::crc32c(body) != h.body_crc {
         return None;
     }
     if h.kind == Kind::Relocation && h.count_or_key_len > h.body_len {
@@ -64,11 +64,19 @@ pub fn find_next_valid(seg: &Segment, from: usize) -> Option<Found> {
     None
 }
 
-/// The first valid record at or after `from` that is not a seal: a seal
-/// proves the segment rolled over, not that any write after a bad record
-/// committed.
+/// The first valid record at or after `from` that holds data: a seal or a
+/// pad proves the segment rolled over, not that any write after a bad
+/// record committed.
 fn find_next_data(seg: &Segment, from: usize) -> Option<Found> {
-    find_next_valid(seg, from).filter(|f| f.header.kind != Kind::Seal)
+    let mut at = from;
+    loop {
+        let f = find_next_valid(seg, at)?;
+        match f.header.kind {
+            Kind::Seal => return None,
+            Kind::Pad => at = f.off + f.len,
+            _ => return Some(f),
+        }
+    }
 }
 
 /// Iterates the valid records of a sealed or quiescent segment from `from`,
@@ -124,10 +132,16 @@ pub struct ScanReport {
 
 /// Scans `segs` (contiguous ids, ascending) from offset `start` of the
 /// first, calling `apply` on every valid record in log order. Sets each
-/// segment's tail. Clears a torn tail; reports corruption elsewhere.
+/// segment's tail. Below `durable` (`LOGEND`'s claim) every byte must be
+/// covered by a valid record: a zero word, a bad record or a missing seal
+/// there is `Corruption`. At or after it, a hole is a write in flight at
+/// the crash (padded here, so that the next scan, whose `LOGEND` will lie
+/// past it, finds it declared), and an invalid record with nothing valid
+/// after it is a torn tail (cleared).
 pub fn recover(
     segs: &[Arc<Segment>],
     start: usize,
+    durable: u64,
     mut apply: impl FnMut(&Segment, &Found, &[u8]) -> Result<()>,
 ) -> Result<ScanReport> {
     let mut rep = ScanReport::default();
@@ -135,11 +149,22 @@ pub fn recover(
         return Ok(rep);
     };
     rep.end = lsn(first.id, start as u32);
+    let acked = |seg: &Segment, off: usize| lsn(seg.id, off as u32) < durable;
+    let lost = |seg: &Segment, off: usize, what: &str| {
+        let (ds, doff) = crate::t2::record::split_lsn(durable);
+        Error::Corruption(format!(
+            "{} offset {off}: {what}, below the durable end of the log \
+             ({} offset {doff}, from LOGEND): acknowledged writes there are lost",
+            seg.path.display(),
+            crate::t2::segment::file_name(ds)
+        ))
+    };
     for (i, seg) in segs.iter().enumerate() {
         let last = i + 1 == segs.len();
         let mut off = if i == 0 { start } else { 0 };
         let mut data_end = off;
         let mut advised = off;
+        let mut sealed = false;
         while off + HEADER_LEN <= seg.size() {
             if off + REPLAY_AHEAD / 2 >= advised {
                 // Mappings are MADV_RANDOM, so without this every page of
@@ -149,8 +174,8 @@ pub fn recover(
                 advised += REPLAY_AHEAD;
             }
             if let Some(f) = validate_at(seg, off) {
-                if f.header.kind == Kind::Seal {
-                    if last {
+                match f.header.kind {
+                    Kind::Seal if last => {
                         let next = seg
                             .path
                             .with_file_name(crate::t2::segment::file_name(f.header.extra as u32));
@@ -161,11 +186,17 @@ pub fn recover(
                             next.display()
                         )));
                     }
-                    break;
+                    Kind::Seal => {
+                        sealed = true;
+                        break;
+                    }
+                    Kind::Pad => {}
+                    _ => {
+                        apply(seg, &f, body(seg, &f))?;
+                        rep.records += 1;
+                        rep.bytes += f.len as u64;
+                    }
                 }
-                apply(seg, &f, body(seg, &f))?;
-                rep.records += 1;
-                rep.bytes += f.len as u64;
                 off += f.len;
                 data_end = off;
                 continue;
@@ -177,11 +208,26 @@ pub fn recover(
             if word == 0 {
                 match find_next_valid(seg, off + ALIGN) {
                     Some(f) => {
-                        // The gap before a seal is the unused end of a
-                        // segment, not a write lost in flight.
-                        if f.header.kind != Kind::Seal {
-                            rep.holes.push((seg.id, off, f.off));
+                        let gap = f.off - off;
+                        // Less than a header before the seal: the end of
+                        // a segment no record fitted.
+                        if f.header.kind == Kind::Seal && gap < HEADER_LEN {
+                            off = f.off;
+                            continue;
                         }
+                        if acked(seg, off) {
+                            return Err(lost(seg, off, &format!("{gap} zeroed bytes")));
+                        }
+                        if gap < HEADER_LEN {
+                            return Err(Error::Corruption(format!(
+                                "{} offset {off}: {gap} zero bytes before a record, \
+                                 too few for any write",
+                                seg.path.display()
+                            )));
+                        }
+                        let pad = crate::t2::record::pad_header(seg.id, off, gap);
+                        seg.write_record(off, &pad, &[])?;
+                        rep.holes.push((seg.id, off, f.off));
                         off = f.off;
                         continue;
                     }
@@ -204,15 +250,53 @@ pub fn recover(
                     seg.path.display()
                 )));
             }
-            rep.truncated = Some((seg.id, off, seg.size() - off));
-            seg.zero_range(off, seg.size() - off)?;
-            seg.tail
-                .store(off as u64, std::sync::atomic::Ordering::Release);
-            rep.end = lsn(seg.id, off as u32);
-            rep.removed_segments = segs[i + 1..].iter().map(|s| s.id).collect();
-            return Ok(rep);
+            if acked(seg, off) {
+                return Err(lost(
+                    seg,
+                    off,
+                    "invalid record (bad checksum, header or LSN)",
+                ));
+            }
+            return truncate_at(segs, i, off, rep);
         }
-        if last {
+        if last || !sealed {
+            // Zeros shorter than a header before the seal slot are the end
+            // of a segment no record fitted, not a lost record.
+            let seal_at = crate::t2::record::seal_offset(seg.size());
+            let reach = if seal_at.saturating_sub(data_end) < HEADER_LEN {
+                seal_at.max(data_end)
+            } else {
+                data_end
+            };
+            if acked(seg, reach) {
+                let what = if last {
+                    "the log ends here".to_string()
+                } else {
+                    format!(
+                        "no seal at offset {} (segment truncated or zeroed)",
+                        crate::t2::record::seal_offset(seg.size())
+                    )
+                };
+                return Err(lost(seg, data_end, &what));
+            }
+            if !last {
+                // The seal and everything after it never reached the disk
+                // (a power cut after a rollover): the log ends here, unless
+                // a later segment holds data.
+                if let Some(s) = segs[i + 1..]
+                    .iter()
+                    .find(|s| find_next_data(s, 0).is_some())
+                {
+                    return Err(Error::Corruption(format!(
+                        "{}: no seal at offset {}, yet {} holds records: \
+                         the segment was truncated or zeroed",
+                        seg.path.display(),
+                        crate::t2::record::seal_offset(seg.size()),
+                        s.path.display()
+                    )));
+                }
+                return truncate_at(segs, i, data_end, rep);
+            }
             // Garbage of writes that never committed must not survive under
             // new records, or a later scan would mistake it for corruption.
             if data_end < seg.size() {
@@ -226,5 +310,25 @@ pub fn recover(
                 .store(seg.size() as u64, std::sync::atomic::Ordering::Release);
         }
     }
+    Ok(rep)
+}
+
+/// Ends the log at `off` of `segs[i]`: clears the rest of that segment and
+/// reports the later ones for removal.
+fn truncate_at(
+    segs: &[Arc<Segment>],
+    i: usize,
+    off: usize,
+    mut rep: ScanReport,
+) -> Result<ScanReport> {
+    let seg = &segs[i];
+    if off < seg.size() {
+        rep.truncated = Some((seg.id, off, seg.size() - off));
+        seg.zero_range(off, seg.size() - off)?;
+    }
+    seg.tail
+        .store(off as u64, std::sync::atomic::Ordering::Release);
+    rep.end = lsn(seg.id, off as u32);
+    rep.removed_segments = segs[i + 1..].iter().map(|s| s.id).collect();
     Ok(rep)
 }

@@ -12,7 +12,7 @@
 //!   before any reader exists.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -121,13 +121,12 @@ impl Segment {
 
     /// Creates `tmp` with `size` allocated bytes, fsynced.
     fn build(tmp: &Path, size: usize) -> Result<File> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(tmp)
-            .map_err(|e| Error::io(format!("creating segment {}", tmp.display()), e))?;
+        let file = crate::fsutil::open_file(
+            tmp,
+            OpenOptions::new().read(true).write(true).create_new(true),
+            0,
+            "segment",
+        )?;
         crate::failpoint::io_error("segment.create")
             .and_then(|()| file.set_len(size as u64))
             .map_err(|e| Error::io(format!("sizing segment {}", tmp.display()), e))?;
@@ -138,11 +137,22 @@ impl Segment {
         let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
         if rc != 0 {
             let err = std::io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EOPNOTSUPP) {
-                return Err(Error::io(
+            let failed = |e| {
+                Error::io(
                     format!("allocating {size} bytes for segment {}", tmp.display()),
-                    err,
-                ));
+                    e,
+                )
+            };
+            if err.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                return Err(failed(err));
+            }
+            // No fallocate: writing the zeros allocates the blocks.
+            static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+            let mut at = 0;
+            while at < size {
+                let n = ZEROS.len().min(size - at);
+                file.write_all_at(&ZEROS[..n], at as u64).map_err(failed)?;
+                at += n;
             }
         }
         file.sync_all()
@@ -152,11 +162,12 @@ impl Segment {
 
     /// Opens an existing segment.
     pub fn open(path: &Path, id: u32, mo: MapOpts) -> Result<Segment> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io(format!("opening segment {}", path.display()), e))?;
+        let file = crate::fsutil::open_file(
+            path,
+            OpenOptions::new().read(true).write(true),
+            0,
+            "segment",
+        )?;
         let len = file
             .metadata()
             .map_err(|e| Error::io(format!("stat of segment {}", path.display()), e))?
@@ -242,11 +253,13 @@ impl Segment {
     fn direct(&self) -> Option<&(File, usize)> {
         self.direct
             .get_or_init(|| {
-                let f = OpenOptions::new()
-                    .read(true)
-                    .custom_flags(libc::O_DIRECT)
-                    .open(&self.path)
-                    .ok()?;
+                let f = crate::fsutil::open_file(
+                    &self.path,
+                    OpenOptions::new().read(true),
+                    libc::O_DIRECT,
+                    "segment",
+                )
+                .ok()?;
                 // One probe read instead of statx(STATX_DIOALIGN), which
                 // the libc crate does not expose for glibc: a misaligned
                 // O_DIRECT read fails with EINVAL.
@@ -507,15 +520,18 @@ impl Segment {
     }
 
     /// Makes `[off, off+len)` read back as zeros, keeping its blocks
-    /// allocated (`FALLOC_FL_ZERO_RANGE`; a hole punch where that is not
-    /// supported).
+    /// allocated: `FALLOC_FL_ZERO_RANGE`, or where that is not supported
+    /// (tmpfs) a `pwrite` of zeros over the pages that are not zero
+    /// already. Never a hole punch: a hole in a mapped file is a SIGBUS at
+    /// the next store through the mapping once the disk is full.
     pub fn zero_range(&self, off: usize, len: usize) -> Result<()> {
+        let len = len.min(self.size.saturating_sub(off));
         if len == 0 {
             return Ok(());
         }
         let fd = self.file.as_raw_fd();
-        // SAFETY: plain syscalls on an fd we own; no memory is passed.
-        let mut rc = unsafe {
+        // SAFETY: plain syscall on an fd we own; no memory is passed.
+        let rc = unsafe {
             libc::fallocate(
                 fd,
                 libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE,
@@ -523,22 +539,34 @@ impl Segment {
                 len as libc::off_t,
             )
         };
-        if rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EOPNOTSUPP) {
-            // SAFETY: as above.
-            rc = unsafe {
-                libc::fallocate(
-                    fd,
-                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                    off as libc::off_t,
-                    len as libc::off_t,
-                )
-            };
-        }
-        if rc != 0 {
-            return Err(Error::io(
+        let err = |e| {
+            Error::io(
                 format!("zeroing offset {off} (+{len}) of {}", self.path.display()),
-                std::io::Error::last_os_error(),
-            ));
+                e,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+            return Err(err(e));
+        }
+        const CHUNK: usize = 64 << 10;
+        static ZEROS: [u8; CHUNK] = [0; CHUNK];
+        let mut buf = vec![0u8; CHUNK];
+        let mut at = off;
+        while at < off + len {
+            let n = CHUNK.min(off + len - at);
+            self.file
+                .read_exact_at(&mut buf[..n], at as u64)
+                .map_err(err)?;
+            if buf[..n].iter().any(|&b| b != 0) {
+                self.file
+                    .write_all_at(&ZEROS[..n], at as u64)
+                    .map_err(err)?;
+            }
+            at += n;
         }
         Ok(())
     }

@@ -76,6 +76,10 @@ pub fn record_offsets(path: &Path) -> Vec<usize> {
         }
         let body =
             u32::from_le_bytes([b[off + 16], b[off + 17], b[off + 18], b[off + 19]]) as usize;
+        // Seals (kind 3) and pads (kind 6) hold no data.
+        if b[off + 4] == 3 || b[off + 4] == 6 {
+            break;
+        }
         out.push(off);
         off += (48 + body + 15) & !15;
     }
@@ -109,4 +113,49 @@ pub fn log_bytes(dir: &Path) -> Vec<u8> {
     segs.iter()
         .flat_map(|p| std::fs::read(p).unwrap_or_else(|e| panic!("{e}")))
         .collect()
+}
+
+/// Rewrites `LOGEND` (design.md §11) to claim nothing was acknowledged
+/// durable: the state a crash leaves before any sync, in which damage at
+/// the end of the log is a write that never finished rather than a loss.
+pub fn forget_log_end(dir: &Path, seg_size: u64) {
+    let mut slot = [0u8; 64];
+    slot[0..8].copy_from_slice(b"VMKVEND1");
+    slot[8..16].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+    slot[24..32].copy_from_slice(&seg_size.to_le_bytes());
+    let crc = crc32c(&slot[..32]);
+    slot[32..36].copy_from_slice(&crc.to_le_bytes());
+    let mut file = vec![0u8; 4096];
+    file[..64].copy_from_slice(&slot);
+    std::fs::write(dir.join("LOGEND"), file).unwrap_or_else(|e| panic!("write LOGEND: {e}"));
+}
+
+/// crc32c (Castagnoli), bitwise: test code, independent of the engine's.
+pub fn crc32c(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// Asserts that opening `dir` fails with `Corruption` naming `file` and
+/// the durable end (`LOGEND`): acknowledged data is gone.
+pub fn assert_lost(dir: &Path, file: &str) {
+    match Db::open(dir, opts()) {
+        Err(vmemkv::Error::Corruption(m)) => {
+            assert!(m.contains(file), "{m}");
+        }
+        other => panic!(
+            "expected Corruption naming {file}, got {:?}",
+            other.map(|_| ())
+        ),
+    }
 }

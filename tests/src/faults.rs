@@ -121,6 +121,8 @@ pub fn file_kind(engine: EngineKind, name: &str) -> &'static str {
                 "manifest"
             } else if name == "LOCK" {
                 "lock"
+            } else if name == "LOGEND" {
+                "log-end"
             } else if name.starts_with("LOG") {
                 "info-log"
             } else {

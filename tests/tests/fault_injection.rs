@@ -66,12 +66,21 @@ fn is_known_unchecked_value_bug(v: &str) -> bool {
 fn vmemkv_fault_campaign() {
     let t = campaign(EngineKind::Vmemkv, vmemkv_opts(), cases(400));
     // Every kind of file was damaged in every way.
-    for fk in ["segment", "checkpoint", "manifest", "lock", "info-log"] {
+    for fk in [
+        "segment",
+        "checkpoint",
+        "manifest",
+        "lock",
+        "info-log",
+        "log-end",
+    ] {
         assert!(
             t.rows.keys().filter(|(k, _)| k == fk).count() == 4,
             "file kind {fk} not covered:\n{t}"
         );
     }
+    // Every acknowledged write comes back or the open names the damage.
+    assert_eq!(t.count(Class::LossSilent), 0, "silent losses:\n{t}");
     let other: Vec<&String> = t
         .violations
         .iter()

@@ -14,6 +14,7 @@
 
 pub mod batch;
 pub mod db;
+mod destroy;
 pub mod engines;
 pub mod error;
 pub mod iter;
@@ -24,6 +25,7 @@ pub mod snapshot;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use db::{check_sizes, not_supported, Db};
+pub use destroy::destroy;
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Entries, ErrorIterator};
 pub use multiscan::{

@@ -57,6 +57,12 @@ impl EngineKind {
             .collect()
     }
 
+    /// Whether `name` is a file this engine creates in its directory
+    /// (known whether or not the engine is compiled in).
+    pub fn owns_file(self, name: &str) -> bool {
+        crate::destroy::owns_file(self, name)
+    }
+
     /// The cargo feature that compiles the engine in, if any.
     pub fn cargo_feature(self) -> Option<&'static str> {
         match self {

@@ -2,7 +2,6 @@
 //! `--benchmarks` with its threads, and reports as db_bench does.
 
 use std::io::Write as _;
-use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Barrier;
 use std::time::Instant;
@@ -11,27 +10,13 @@ use serde_json::{json, Map, Value};
 use vmemkv_compat::{Db, EngineKind, EngineOptions, Error, ReadOptions, WriteOptions};
 
 use crate::config::{Config, EngineChoice};
+use crate::dbdir::{destroy_db, marker_path, RunLock};
 use crate::engines::harness_test::HarnessTestDb;
 use crate::keys::{KeyGen, ValueSizeDist};
 use crate::monitor::{run_injector, run_reporter, Injection, StopSignal, Timeline};
 use crate::output;
 use crate::stats::{CombinedStats, Stats, StatsConfig, Summary};
 use crate::workloads::{self as w, Method, Params, Shared, ThreadState};
-
-/// Suffix of the marker file that says a DB directory was created by this
-/// tool, so that only such directories are ever deleted for a fresh
-/// benchmark. The marker sits beside the directory (`.<name>.db_bench_port`)
-/// because engines such as vmemkv refuse foreign files inside theirs.
-pub const MARKER_SUFFIX: &str = ".db_bench_port";
-
-/// The marker file for DB directory `path`.
-pub fn marker_path(path: &Path) -> std::path::PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(|| "db".into(), |n| n.to_string_lossy().into_owned());
-    let parent = path.parent().unwrap_or_else(|| Path::new("."));
-    parent.join(format!(".{name}{MARKER_SUFFIX}"))
-}
 
 /// A failure that ends the run with exit status 1.
 #[derive(Debug)]
@@ -56,6 +41,7 @@ pub struct Benchmark {
     skipped: Vec<Value>,
     maintenance: Vec<Value>,
     started: String,
+    run_lock: Option<RunLock>,
 }
 
 fn print_out(s: &str) {
@@ -73,26 +59,26 @@ fn hist_json(h: &crate::histogram::Histogram) -> Value {
     })
 }
 
-/// Removes a database directory this tool created (never anything else).
-pub fn destroy_db(path: &Path) -> Result<(), String> {
-    let mut entries = match std::fs::read_dir(path) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("cannot read DB directory {}: {e}", path.display())),
+/// The key and value sizes the flags ask for, against the engine's limits,
+/// before any workload allocates a buffer of that size.
+fn check_limits(cfg: &Config, limits: &vmemkv_compat::Limits, engine: &str) -> Result<(), Fatal> {
+    let largest_value = match cfg.value_dist {
+        crate::keys::ValueSizeDist::Fixed(v) => ("--value_size", v),
+        crate::keys::ValueSizeDist::Uniform(_, hi) | crate::keys::ValueSizeDist::Normal(_, hi) => {
+            ("--value_size_max", hi)
+        }
     };
-    if entries.next().is_none() {
-        return Ok(());
+    for (flag, asked, max) in [
+        ("--key_size", cfg.key_size, limits.max_key_size),
+        (largest_value.0, largest_value.1, limits.max_value_size),
+    ] {
+        if let Some(max) = max.filter(|m| asked > *m) {
+            return Err(Fatal(format!(
+                "Invalid argument: {flag}={asked} exceeds {engine}'s limit of {max} bytes"
+            )));
+        }
     }
-    let marker = marker_path(path);
-    if !marker.exists() {
-        return Err(format!(
-            "refusing to destroy {}: it is not empty and was not created by db_bench_port (no {} file); remove it yourself or pass --use_existing_db=1",
-            path.display(),
-            marker.display()
-        ));
-    }
-    std::fs::remove_dir_all(path)
-        .map_err(|e| format!("cannot destroy DB directory {}: {e}", path.display()))
+    Ok(())
 }
 
 impl Benchmark {
@@ -108,6 +94,7 @@ impl Benchmark {
             skipped: Vec::new(),
             maintenance: Vec::new(),
             started: output::ctime(output::unix_secs()),
+            run_lock: None,
         }
     }
 
@@ -161,6 +148,7 @@ impl Benchmark {
                 }
                 _ => "unknown".to_string(),
             });
+        check_limits(&self.cfg, &db.limits(), db.name())?;
         self.db = Some(db);
         Ok(())
     }
@@ -194,6 +182,19 @@ impl Benchmark {
         }
         for wmsg in &self.cfg.warnings {
             eprintln!("WARNING: {wmsg}");
+        }
+        // Before anything touches the directory: a run that cannot open its
+        // engine must not destroy the database it would have replaced.
+        if let EngineChoice::Compat(kind) = self.cfg.engine {
+            if !kind.is_compiled_in() {
+                return Err(Fatal(format!(
+                    "open error: Not supported: --engine={kind} is not compiled into this build; rebuild with `--features {}`",
+                    kind.cargo_feature().unwrap_or("rivals")
+                )));
+            }
+        }
+        if self.cfg.engine != EngineChoice::HarnessTest {
+            self.run_lock = Some(RunLock::acquire(&self.cfg.db).map_err(Fatal)?);
         }
         if !self.cfg.use_existing_db {
             self.destroy()?;

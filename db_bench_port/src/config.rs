@@ -207,6 +207,22 @@ fn parse_secs(flag: &str, v: &str) -> Result<Vec<f64>, String> {
         .collect()
 }
 
+/// Largest `--value_size` (and `_min`/`_max`) accepted before the engine's
+/// own limit is known: every engine's value length fits in 32 bits.
+pub const MAX_VALUE_SIZE_FLAG: i64 = u32::MAX as i64;
+
+/// A value-size flag: negative or beyond [`MAX_VALUE_SIZE_FLAG`] is an error
+/// naming the flag, where db_bench would wrap or allocate without bound.
+fn size_flag(flags: &Flags, name: &str) -> Result<usize, String> {
+    let v = flags.i64(name);
+    if !(0..=MAX_VALUE_SIZE_FLAG).contains(&v) {
+        return Err(format!(
+            "ERROR: --{name}={v} is out of range: sizes are 0 to {MAX_VALUE_SIZE_FLAG} bytes"
+        ));
+    }
+    Ok(v as usize)
+}
+
 impl Config {
     /// Builds the typed settings; `env_engine` is `DB_BENCH_ENGINE`.
     pub fn from_flags(flags: Flags, env_engine: Option<&str>) -> Result<Config, String> {
@@ -218,16 +234,22 @@ impl Config {
                 .map_or_else(|| flags.str("engine"), str::to_string)
         };
         let engine = EngineChoice::parse(&engine_text)?;
-        let value_size = flags.i64("value_size").max(0) as usize;
+        let size = |name: &str| size_flag(&flags, name);
+        let value_size = size("value_size")?;
         let value_dist = match flags.str("value_size_distribution_type").as_str() {
-            "uniform" => ValueSizeDist::Uniform(
-                flags.i64("value_size_min").max(0) as usize,
-                flags.i64("value_size_max").max(0) as usize,
-            ),
-            "normal" => ValueSizeDist::Normal(
-                flags.i64("value_size_min").max(0) as usize,
-                flags.i64("value_size_max").max(0) as usize,
-            ),
+            kind @ ("uniform" | "normal") => {
+                let (lo, hi) = (size("value_size_min")?, size("value_size_max")?);
+                if lo > hi {
+                    return Err(format!(
+                        "ERROR: --value_size_min ({lo}) is larger than --value_size_max ({hi})"
+                    ));
+                }
+                if kind == "uniform" {
+                    ValueSizeDist::Uniform(lo, hi)
+                } else {
+                    ValueSizeDist::Normal(lo, hi)
+                }
+            }
             _ => ValueSizeDist::Fixed(value_size),
         };
         let mut db = flags.str("db");
@@ -251,6 +273,7 @@ impl Config {
                 "ERROR: --key_size must be at least 1 (got {key_size})"
             ));
         }
+        size_flag(&flags, "key_size")?;
         let mut injections = Vec::new();
         for (flag, what) in [
             ("inject_checkpoint_at", Maintenance::Checkpoint),

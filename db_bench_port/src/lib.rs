@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod config;
+pub mod dbdir;
 pub mod engines;
 pub mod flag_table;
 pub mod flags;

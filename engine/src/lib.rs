@@ -32,7 +32,7 @@ mod value_crc;
 
 pub use batch::WriteBatch;
 pub use db::{Db, WriteOptions};
-pub use dir::DirLock;
+pub use dir::{is_own_file, DirLock};
 pub use error::{Error, Result};
 pub use iter::{Bounds, Iter};
 pub use maintenance::DefragReport;

@@ -1,0 +1,163 @@
+//! Removing a database directory (RocksDB's `DestroyDB`), safely.
+//!
+//! [`destroy`] takes the directory's `LOCK` first, the same POSIX record
+//! lock every adapter holds while its database is open, so a database that
+//! any process has open is `Busy` and keeps every byte. It then removes only
+//! files that some engine behind the trait creates ([`EngineKind::owns_file`]),
+//! and refuses, before removing anything, a directory that holds anything
+//! else: a user's file that found its way into a database directory is not
+//! the benchmark's to delete.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::registry::EngineKind;
+
+/// Whether `name` is a file that engine `kind` creates in its directory.
+pub(crate) fn owns_file(kind: EngineKind, name: &str) -> bool {
+    match kind {
+        EngineKind::Vmemkv => vmemkv::is_own_file(name),
+        EngineKind::RocksDb | EngineKind::BlobDb => rocksdb_file(name),
+        // The adapter's LOCK beside LMDB's own two files.
+        EngineKind::Lmdb => matches!(name, "data.mdb" | "lock.mdb" | "LOCK"),
+    }
+}
+
+fn digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// RocksDB's file names (`db/filename.cc`): numbered tables, logs, blobs and
+/// temporaries, the numbered MANIFEST, OPTIONS and rotated LOG files, and
+/// CURRENT, IDENTITY, LOCK and LOG.
+fn rocksdb_file(name: &str) -> bool {
+    if matches!(name, "CURRENT" | "IDENTITY" | "LOCK" | "LOG") {
+        return true;
+    }
+    let base = name.strip_suffix(".dbtmp").unwrap_or(name);
+    if let Some((num, ext)) = base.split_once('.') {
+        if digits(num) && matches!(ext, "sst" | "ldb" | "log" | "blob") {
+            return true;
+        }
+    }
+    if digits(base) && base.len() != name.len() {
+        return true; // "000012.dbtmp"
+    }
+    ["MANIFEST-", "OPTIONS-", "LOG.old."]
+        .iter()
+        .any(|p| base.strip_prefix(p).is_some_and(digits))
+}
+
+/// Removes the database directory `path` and every engine file in it.
+///
+/// A missing directory is `Ok`. A directory that a process has open is
+/// `Busy`; one that holds a file no engine creates, or a subdirectory, is
+/// `InvalidArgument` naming it. In both cases nothing is removed.
+pub fn destroy(path: &Path) -> Result<()> {
+    let listing = match std::fs::read_dir(path) {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("listing {}", path.display()), e)),
+    };
+    let mut names = Vec::new();
+    for entry in listing {
+        let entry = entry.map_err(|e| Error::io(format!("listing {}", path.display()), e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let regular = entry
+            .file_type()
+            .map_err(|e| Error::io(format!("stat of {}", entry.path().display()), e))?
+            .is_file();
+        if !regular || !EngineKind::ALL.iter().any(|k| owns_file(*k, &name)) {
+            return Err(Error::InvalidArgument(format!(
+                "refusing to destroy {}: {} is not a file any engine creates; nothing was removed",
+                path.display(),
+                entry.path().display()
+            )));
+        }
+        names.push(name);
+    }
+    // Held until the directory is gone: no open can start in between.
+    let lock = vmemkv::DirLock::acquire(path).map_err(|e| match e {
+        vmemkv::Error::Busy(m) => Error::Busy(format!(
+            "refusing to destroy {}: {m}; nothing was removed",
+            path.display()
+        )),
+        other => crate::engines::vmemkv::map_err(other),
+    })?;
+    for name in names.iter().filter(|n| n.as_str() != "LOCK") {
+        let file = path.join(name);
+        std::fs::remove_file(&file)
+            .map_err(|e| Error::io(format!("removing {}", file.display()), e))?;
+    }
+    let lock_file = path.join("LOCK");
+    std::fs::remove_file(&lock_file)
+        .map_err(|e| Error::io(format!("removing {}", lock_file.display()), e))?;
+    drop(lock);
+    std::fs::remove_dir(path).map_err(|e| Error::io(format!("removing {}", path.display()), e))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rocksdb_names() {
+        for n in [
+            "CURRENT",
+            "000012.sst",
+            "000003.log",
+            "000020.blob",
+            "MANIFEST-000005",
+            "OPTIONS-000007",
+            "OPTIONS-000007.dbtmp",
+            "000009.dbtmp",
+            "LOG.old.1733140000123456",
+        ] {
+            assert!(rocksdb_file(n), "{n}");
+        }
+        for n in [
+            "notes.txt",
+            "12.txt",
+            "MANIFEST-",
+            "LOG.old.x",
+            ".sst",
+            "a.sst",
+        ] {
+            assert!(!rocksdb_file(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn refuses_foreign_files_and_removes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        std::fs::create_dir(&db).unwrap();
+        std::fs::write(db.join("CURRENT"), b"MANIFEST-000001\n").unwrap();
+        std::fs::write(db.join("thesis.tex"), b"years of work").unwrap();
+        let e = destroy(&db).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("thesis.tex")),
+            "{e}"
+        );
+        assert!(db.join("thesis.tex").exists() && db.join("CURRENT").exists());
+        std::fs::remove_file(db.join("thesis.tex")).unwrap();
+        destroy(&db).unwrap();
+        assert!(!db.exists());
+        destroy(&db).unwrap();
+    }
+
+    #[test]
+    fn an_open_database_is_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let opened =
+            crate::open(EngineKind::Vmemkv, &db, &crate::EngineOptions::default()).unwrap();
+        let e = destroy(&db).unwrap_err();
+        assert!(matches!(e, Error::Busy(_)), "{e}");
+        assert!(db.join("LOCK").exists());
+        drop(opened);
+        destroy(&db).unwrap();
+        assert!(!db.exists());
+    }
+}

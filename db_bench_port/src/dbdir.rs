@@ -1,0 +1,102 @@
+//! The benchmark's database directory: the marker that says this tool
+//! created it, the run lock, and the only way the tool ever deletes it.
+//!
+//! Deleting a database is the one thing a benchmark must never get wrong,
+//! so three checks stand before it, each enough alone to stop it:
+//! - the run lock: another db_bench holding the same directory (even
+//!   between two benchmarks, while no engine has it open) is `Busy`;
+//! - the marker: only a directory this tool created is ever deleted;
+//! - [`vmemkv_compat::destroy`]: the engine's `LOCK` (held by any process
+//!   with the database open) is `Busy`, and a file no engine creates stops
+//!   it before anything is removed.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Suffix of the marker file that says a DB directory was created by this
+/// tool. The marker sits beside the directory (`.<name>.db_bench_port`)
+/// because engines such as vmemkv refuse foreign files inside theirs.
+pub const MARKER_SUFFIX: &str = ".db_bench_port";
+
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "db".into(), |n| n.to_string_lossy().into_owned());
+    let parent = path.parent().unwrap_or_else(|| Path::new("."));
+    parent.join(format!(".{name}{suffix}"))
+}
+
+/// The marker file for DB directory `path`.
+pub fn marker_path(path: &Path) -> PathBuf {
+    beside(path, MARKER_SUFFIX)
+}
+
+/// The run-lock file for DB directory `path` (`.<name>.db_bench_port.lock`).
+pub fn run_lock_path(path: &Path) -> PathBuf {
+    beside(path, &format!("{MARKER_SUFFIX}.lock"))
+}
+
+/// An exclusive `flock` on [`run_lock_path`], held for a whole run, so that
+/// two db_bench processes never share one database directory.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: File,
+}
+
+impl RunLock {
+    /// Takes the lock, creating the directory's parent and the lock file,
+    /// or fails naming the lock file when another process holds it.
+    pub fn acquire(db: &Path) -> Result<RunLock, String> {
+        let path = run_lock_path(db);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("open error: cannot create {}: {e}", parent.display()))?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| format!("open error: cannot open {}: {e}", path.display()))?;
+        // SAFETY: flock on a descriptor this function owns; no memory is passed.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let err = std::io::Error::last_os_error();
+            return Err(if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                format!(
+                    "open error: Resource busy: {} is in use by another db_bench ({} is locked)",
+                    db.display(),
+                    path.display()
+                )
+            } else {
+                format!("open error: cannot lock {}: {err}", path.display())
+            });
+        }
+        Ok(RunLock { _file: file })
+    }
+}
+
+/// Removes a database directory this tool created, and nothing else.
+pub fn destroy_db(path: &Path) -> Result<(), String> {
+    let mut entries = match std::fs::read_dir(path) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot read DB directory {}: {e}", path.display())),
+    };
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    let marker = marker_path(path);
+    if !marker.exists() {
+        return Err(format!(
+            "refusing to destroy {}: it is not empty and was not created by db_bench_port (no {} file); remove it yourself or pass --use_existing_db=1",
+            path.display(),
+            marker.display()
+        ));
+    }
+    vmemkv_compat::destroy(path).map_err(|e| format!("cannot destroy DB directory: {e}"))
+}

@@ -37,6 +37,11 @@ struct rocksdb_t {
   ROCKSDB_NAMESPACE::DB* rep;
 };
 
+// Mirrors rocksdb/db/c.cc's `struct rocksdb_snapshot_t`.
+struct rocksdb_snapshot_t {
+  const ROCKSDB_NAMESPACE::Snapshot* rep;
+};
+
 enum vmk_code : int {
   VMK_OK = 0,
   VMK_INVALID_ARGUMENT = 1,
@@ -155,8 +160,11 @@ struct vmk_multiscan {
 extern "C" {
 
 // Creates a MultiScan over `n` ranges. `limits[i] == NULL` marks an
-// unbounded range. Returns NULL and fills `st` on failure.
-vmk_multiscan* vmk_multiscan_new(rocksdb_t* db, unsigned char fill_cache,
+// unbounded range. `snapshot` (nullable) is the view to read. Returns NULL
+// and fills `st` on failure.
+vmk_multiscan* vmk_multiscan_new(rocksdb_t* db,
+                                 const rocksdb_snapshot_t* snapshot,
+                                 unsigned char fill_cache,
                                  unsigned char verify_checksums,
                                  unsigned char async_io, size_t readahead_size,
                                  size_t n, const char* const* starts,
@@ -197,6 +205,9 @@ vmk_multiscan* vmk_multiscan_new(rocksdb_t* db, unsigned char fill_cache,
     ro.verify_checksums = verify_checksums != 0;
     ro.async_io = async_io != 0;
     ro.readahead_size = readahead_size;
+    if (snapshot != nullptr) {
+      ro.snapshot = snapshot->rep;
+    }
 
     ROCKSDB_NAMESPACE::DB* d = db->rep;
     state->ms = d->NewMultiScan(ro, d->DefaultColumnFamily(), args);

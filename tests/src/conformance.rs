@@ -977,6 +977,199 @@ pub(crate) fn check_random_multiscan(
 /// A named conformance case.
 pub type Case = (&'static str, fn(&Harness));
 
+fn get_at(db: &dyn Db, opts: &ReadOptions, key: &[u8]) -> Option<Vec<u8>> {
+    db.get(opts, key)
+        .unwrap_or_else(|e| panic!("{}: get({key:?}) at a snapshot failed: {e}", db.name()))
+}
+
+/// RocksDB's read semantics: `snapshot()` views, reads naming one, an
+/// iterator that reads as of its creation, and batches that concurrent
+/// readers see whole or not at all, through every read path.
+pub fn snapshots(h: &Harness) {
+    let db = h.open();
+    let db = db.as_ref();
+    put(db, b"a", b"1");
+    put(db, b"b", b"1");
+    let snap = db
+        .snapshot()
+        .unwrap_or_else(|e| panic!("{}: snapshot() failed: {e}", h.name));
+    let at = ro().with_snapshot(&snap);
+    // An iterator made now reads as of now, whatever it is asked later.
+    let mut early = db.iter(&ro()).expect("iterator");
+    put(db, b"a", b"2");
+    db.delete(&wo(), b"b").expect("delete");
+    put(db, b"c", b"3");
+    let mut batch = WriteBatch::new();
+    batch.put(b"a", b"3");
+    batch.put(b"d", b"4");
+    db.write(&wo(), &batch).expect("write");
+
+    let then = vec![
+        (b"a".to_vec(), b"1".to_vec()),
+        (b"b".to_vec(), b"1".to_vec()),
+    ];
+    let now = vec![
+        (b"a".to_vec(), b"3".to_vec()),
+        (b"c".to_vec(), b"3".to_vec()),
+        (b"d".to_vec(), b"4".to_vec()),
+    ];
+    for (k, v) in [
+        (b"a", Some(b"1")),
+        (b"b", Some(b"1")),
+        (b"c", None),
+        (b"d", None),
+    ] {
+        assert_eq!(
+            get_at(db, &at, k),
+            v.map(|v| v.to_vec()),
+            "{}: get({k:?}) at the snapshot",
+            h.name
+        );
+    }
+    assert_eq!(get(db, b"a"), Some(b"3".to_vec()), "{}: live read", h.name);
+    assert_eq!(get(db, b"b"), None, "{}: live read", h.name);
+    let keys: Vec<&[u8]> = vec![b"a", b"b", b"c", b"d"];
+    let got: Vec<_> = db
+        .multi_get(&at, &keys)
+        .into_iter()
+        .map(|r| r.expect("multi_get"))
+        .collect();
+    assert_eq!(
+        got,
+        vec![Some(b"1".to_vec()), Some(b"1".to_vec()), None, None],
+        "{}: multi_get at the snapshot",
+        h.name
+    );
+    assert_eq!(
+        scan_all(db, &at),
+        then,
+        "{}: iterator at the snapshot",
+        h.name
+    );
+    assert_eq!(
+        scan_all(db, &at.clone().with_bounds(Some(b"b"), None)),
+        then[1..].to_vec(),
+        "{}: bounded iterator at the snapshot",
+        h.name
+    );
+    assert_eq!(scan_all(db, &ro()), now, "{}: live iterator", h.name);
+    early.seek_to_first();
+    let mut seen = Vec::new();
+    while early.valid() {
+        seen.push((early.key().to_vec(), early.value().to_vec()));
+        early.next();
+    }
+    early.status().expect("iterator status");
+    drop(early);
+    assert_eq!(
+        seen, then,
+        "{}: an iterator reads as of its creation",
+        h.name
+    );
+    let args = MultiScanArgs {
+        ranges: vec![ScanRange::new(b"a", b"b"), ScanRange::new(b"b", b"z")],
+        use_async_io: false,
+        io_coalesce_threshold: 16 * 1024,
+        max_prefetch_size: 0,
+    };
+    let mut ms = db
+        .multi_scan(&at, &args)
+        .expect("multi_scan at the snapshot");
+    let got = collect_multi_scan(ms.as_mut()).expect("multi_scan results");
+    drop(ms);
+    assert_eq!(
+        got,
+        vec![then[..1].to_vec(), then[1..].to_vec()],
+        "{}: multi_scan at the snapshot",
+        h.name
+    );
+
+    // A snapshot from another database is refused, never read.
+    let other_dir = tempfile::tempdir().expect("tempdir");
+    let other = ModelDb::open(
+        &other_dir.path().join("db"),
+        &EngineOptions::default(),
+        Fault::None,
+    )
+    .expect("open model");
+    let foreign = other.snapshot().expect("foreign snapshot");
+    let foreign_db = if h.name.starts_with("model") {
+        "another model"
+    } else {
+        "the model"
+    };
+    match db.get(&ro().with_snapshot(&foreign), b"a") {
+        Err(Error::InvalidArgument(_)) => {}
+        r => panic!(
+            "{}: a snapshot of {foreign_db} database was not refused: {r:?}",
+            h.name
+        ),
+    }
+    drop(snap);
+    assert_eq!(
+        get(db, b"a"),
+        Some(b"3".to_vec()),
+        "{}: after the snapshot is dropped",
+        h.name
+    );
+    batches_are_seen_whole(h, db);
+}
+
+/// A writer replaces two keys in one batch, over and over; readers check
+/// that every read path sees both from the same batch.
+fn batches_are_seen_whole(h: &Harness, db: &dyn Db) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let pair = |i: u64| {
+        let mut b = WriteBatch::new();
+        b.put(b"pair-x", &i.to_be_bytes());
+        b.put(b"pair-y", &i.to_be_bytes());
+        b
+    };
+    db.write(&wo(), &pair(0)).expect("write");
+    let stop = AtomicBool::new(false);
+    let torn = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let t0 = std::time::Instant::now();
+            let mut i = 1u64;
+            while t0.elapsed() < std::time::Duration::from_millis(400) {
+                db.write(&wo(), &pair(i)).expect("write");
+                i += 1;
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        let mut torn = Vec::new();
+        let mut reads = 0u64;
+        while !stop.load(Ordering::Relaxed) || reads < 50 {
+            reads += 1;
+            let snap = db.snapshot().expect("snapshot");
+            let at = ro().with_snapshot(&snap);
+            let (x, y) = (get_at(db, &at, b"pair-x"), get_at(db, &at, b"pair-y"));
+            if x != y {
+                torn.push(format!("snapshot gets: {x:?} vs {y:?}"));
+            }
+            let both = db.multi_get(&ro(), &[b"pair-x", b"pair-y"]);
+            let both: Vec<_> = both.into_iter().map(|r| r.expect("multi_get")).collect();
+            if both[0] != both[1] {
+                torn.push(format!("multi_get: {both:?}"));
+            }
+            let bounds = ro().with_bounds(Some(b"pair-"), Some(b"pair-z"));
+            let it: Vec<_> = scan_all(db, &bounds).into_iter().map(|(_, v)| v).collect();
+            if it.len() != 2 || it[0] != it[1] {
+                torn.push(format!("iterator: {it:?}"));
+            }
+        }
+        writer.join().expect("writer");
+        torn
+    });
+    assert!(
+        torn.is_empty(),
+        "{}: readers saw half a batch {} times, e.g. {:?}",
+        h.name,
+        torn.len(),
+        torn.first()
+    );
+}
+
 /// Every case, by name, for the meta-test and for ad-hoc runs.
 pub const ALL_CASES: &[Case] = &[
     ("point_operations", point_operations),
@@ -989,4 +1182,5 @@ pub const ALL_CASES: &[Case] = &[
     ("locking", locking),
     ("maintenance", maintenance),
     ("differential", differential),
+    ("snapshots", snapshots),
 ];

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use vmemkv_compat::{
     check_sizes, BatchOp, Db, DbIterator, EngineOptions, Error, Limits, ReadOptions, Result,
-    WriteBatch, WriteOptions,
+    Snapshot, WriteBatch, WriteOptions,
 };
 
 /// A deliberate defect injected into the model.
@@ -31,6 +31,10 @@ pub enum Fault {
     LosesDataOnReopen,
     /// Empty values read back as missing.
     EmptyValueMissing,
+    /// Reads naming a snapshot read the live map.
+    SnapshotReadsLive,
+    /// A batch applies its updates one at a time, so readers can see half.
+    BatchTorn,
 }
 
 /// The model's persisted state: one map per path, shared across "reopens" so
@@ -111,6 +115,33 @@ impl Drop for ModelDb {
     }
 }
 
+/// A model snapshot: a copy of the map.
+type View = Arc<BTreeMap<Vec<u8>, Vec<u8>>>;
+
+impl ModelDb {
+    fn owner(&self) -> usize {
+        Arc::as_ptr(&self.map) as usize
+    }
+
+    /// Runs `f` on the map `opts` reads: its snapshot, or the live map.
+    fn read<T>(
+        &self,
+        opts: &ReadOptions,
+        f: impl FnOnce(&BTreeMap<Vec<u8>, Vec<u8>>) -> T,
+    ) -> Result<T> {
+        match &opts.snapshot {
+            Some(s) => {
+                let view = s.downcast::<View>("model", self.owner())?;
+                if self.fault == Fault::SnapshotReadsLive {
+                    return Ok(f(&lock(&self.map)));
+                }
+                Ok(f(view))
+            }
+            None => Ok(f(&lock(&self.map))),
+        }
+    }
+}
+
 impl Db for ModelDb {
     fn name(&self) -> &'static str {
         "model"
@@ -120,17 +151,22 @@ impl Db for ModelDb {
         MODEL_LIMITS
     }
 
-    fn get_into(&self, _: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         out.clear();
         check_sizes(&MODEL_LIMITS, key, None)?;
-        match lock(&self.map).get(key) {
-            Some(v) if v.is_empty() && self.fault == Fault::EmptyValueMissing => Ok(false),
+        self.read(opts, |map| match map.get(key) {
+            Some(v) if v.is_empty() && self.fault == Fault::EmptyValueMissing => false,
             Some(v) => {
                 out.extend_from_slice(v);
-                Ok(true)
+                true
             }
-            None => Ok(false),
-        }
+            None => false,
+        })
+    }
+
+    fn snapshot(&self) -> Result<Snapshot> {
+        let view: View = Arc::new(lock(&self.map).clone());
+        Ok(Snapshot::new("model", self.owner(), view))
     }
 
     fn put(&self, _: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
@@ -158,6 +194,13 @@ impl Db for ModelDb {
                 }
             }
         }
+        if self.fault == Fault::BatchTorn {
+            for op in batch {
+                apply(&mut lock(&self.map), op);
+                std::thread::yield_now();
+            }
+            return Ok(());
+        }
         let mut map = lock(&self.map);
         let take = if self.fault == Fault::BatchTruncated {
             1
@@ -171,14 +214,14 @@ impl Db for ModelDb {
     }
 
     fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>> {
-        let map = lock(&self.map);
         let lower = opts.iterate_lower_bound.as_deref();
         let upper = opts.iterate_upper_bound.as_deref();
-        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = map
-            .iter()
-            .filter(|(k, _)| vmemkv_compat::iter::within_bounds(lower, upper, k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = self.read(opts, |map| {
+            map.iter()
+                .filter(|(k, _)| vmemkv_compat::iter::within_bounds(lower, upper, k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })?;
         if self.fault == Fault::IterDropsLast {
             entries.pop();
         }

@@ -6,6 +6,9 @@ use vmemkv_tests::model::Fault;
 
 macro_rules! suite {
     ($engine:ident, $harness:expr) => {
+        suite!($engine, $harness, snapshots: {});
+    };
+    ($engine:ident, $harness:expr, snapshots: {$(#[$gap:meta])*}) => {
         mod $engine {
             use super::*;
             fn h() -> Harness {
@@ -51,12 +54,21 @@ macro_rules! suite {
             fn differential() {
                 conformance::differential(&h());
             }
+            #[test]
+            $(#[$gap])*
+            fn snapshots() {
+                conformance::snapshots(&h());
+            }
         }
     };
 }
 
 suite!(model, Harness::model(Fault::None));
-suite!(vmemkv, Harness::engine(vmemkv_compat::EngineKind::Vmemkv));
+suite!(
+    vmemkv,
+    Harness::engine(vmemkv_compat::EngineKind::Vmemkv),
+    snapshots: {#[ignore = "issue 28: vmemkv has no snapshots yet; iterators read live and readers can see half a batch"]}
+);
 #[cfg(feature = "rocksdb")]
 suite!(rocksdb, Harness::engine(vmemkv_compat::EngineKind::RocksDb));
 #[cfg(feature = "rocksdb")]

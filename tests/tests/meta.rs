@@ -30,6 +30,8 @@ fn every_deliberate_defect_is_caught() {
         (Fault::BatchTruncated, "write_batch"),
         (Fault::LosesDataOnReopen, "persistence"),
         (Fault::EmptyValueMissing, "keys_and_values"),
+        (Fault::SnapshotReadsLive, "snapshots"),
+        (Fault::BatchTorn, "snapshots"),
     ];
     for (fault, must_catch) in faults {
         let failed = failing_cases(fault);
@@ -39,7 +41,13 @@ fn every_deliberate_defect_is_caught() {
         );
         assert!(
             failed.contains(&"differential")
-                || matches!(fault, Fault::EmptyValueMissing | Fault::SeekForPrevIsSeek),
+                || matches!(
+                    fault,
+                    Fault::EmptyValueMissing
+                        | Fault::SeekForPrevIsSeek
+                        | Fault::SnapshotReadsLive
+                        | Fault::BatchTorn
+                ),
             "{fault:?} should also trip the differential test; failing cases: {failed:?}"
         );
     }

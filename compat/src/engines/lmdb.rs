@@ -16,7 +16,10 @@
 //!   before a commit whose mode differs from the previous one.
 //! * Readers: each get and each iterator runs in its own read transaction
 //!   (a snapshot); a `WriteBatch` is one write transaction, so readers see it
-//!   whole or not at all.
+//!   whole or not at all. [`Db::snapshot`] holds one read transaction that
+//!   every read naming it shares (serialised by a mutex, as LMDB requires).
+//!   As with any LMDB reader, a held snapshot keeps the pages it sees from
+//!   reuse, so the data file grows under writes until it is dropped.
 //! * Keys: 1 to 511 bytes (LMDB's `MDB_MAXKEYSIZE`; LMDB rejects empty keys,
 //!   so does the adapter, with `InvalidArgument`). Values: no limit below
 //!   the map size.
@@ -26,6 +29,8 @@
 //!   is held the way vmemkv holds its own ([`vmemkv::DirLock`]).
 
 mod iter;
+
+use std::sync::Arc;
 
 use std::ops::Bound;
 use std::path::Path;
@@ -39,8 +44,9 @@ use heed::{
 
 use crate::{
     check_sizes, BatchOp, Db, DbIterator, EngineOptions, Error, Limits, OptionMap, ReadOptions,
-    Result, WriteBatch, WriteOptions,
+    Result, Snapshot, WriteBatch, WriteOptions,
 };
+use iter::LmdbSnapshot;
 use vmemkv::DirLock;
 
 /// LMDB's compiled-in maximum key size (`MDB_MAXKEYSIZE`).
@@ -161,6 +167,10 @@ pub fn open(path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
         db,
         writer: Mutex::new(LmdbWriter { nosync: true }),
         map_size,
+        id: {
+            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        },
         _lock: lock,
     }))
 }
@@ -177,6 +187,9 @@ struct Lmdb {
     db: Database<'static, Bytes, Bytes>,
     writer: Mutex<LmdbWriter>,
     map_size: usize,
+    /// Unique per open in this process: snapshots name the open they came
+    /// from, and an address could be reused by a later open.
+    id: usize,
     // Declared last so it is released after the env is closed.
     _lock: DirLock,
 }
@@ -191,6 +204,18 @@ fn check_key(key: &[u8], value: Option<&[u8]>) -> Result<()> {
 }
 
 impl Lmdb {
+    fn owner(&self) -> usize {
+        self.id
+    }
+
+    /// The LMDB snapshot `ro` names, checked to be this database's.
+    fn snapshot_of<'s>(&self, ro: &'s ReadOptions) -> Result<Option<&'s Arc<LmdbSnapshot>>> {
+        ro.snapshot
+            .as_ref()
+            .map(|s| s.downcast::<Arc<LmdbSnapshot>>("lmdb", self.owner()))
+            .transpose()
+    }
+
     fn err(&self, what: &str, e: heed::Error) -> Error {
         map_err_in(self.env.path(), what, e)
     }
@@ -249,21 +274,33 @@ impl Db for Lmdb {
         LIMITS
     }
 
-    fn get_into(&self, _opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         out.clear();
+        let snapshot = self.snapshot_of(opts)?;
         if key.is_empty() || key.len() > MAX_KEY_SIZE {
             // Such a key can never have been stored.
             return Ok(false);
         }
-        let txn = self.env.read_txn().map_err(|e| self.err("get: begin", e))?;
-        match self.db.get(&txn, key) {
+        let copy = |got: heed::Result<Option<&[u8]>>, out: &mut Vec<u8>| match got {
             Ok(Some(v)) => {
                 out.extend_from_slice(v);
                 Ok(true)
             }
             Ok(None) => Ok(false),
             Err(e) => Err(self.err("get", e)),
+        };
+        match snapshot {
+            Some(s) => s.read(|txn| copy(self.db.get(txn, key), out)),
+            None => {
+                let txn = self.env.read_txn().map_err(|e| self.err("get: begin", e))?;
+                copy(self.db.get(&txn, key), out)
+            }
         }
+    }
+
+    fn snapshot(&self) -> Result<Snapshot> {
+        let s = LmdbSnapshot::begin(&self.env).map_err(|e| self.err("snapshot: begin", e))?;
+        Ok(Snapshot::new("lmdb", self.owner(), Arc::new(s)))
     }
 
     fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
@@ -310,7 +347,10 @@ impl Db for Lmdb {
     }
 
     fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>> {
-        Ok(Box::new(iter::LmdbIter::new(&self.env, self.db, opts)?))
+        let snapshot = self.snapshot_of(opts)?.cloned();
+        Ok(Box::new(iter::LmdbIter::new(
+            &self.env, self.db, opts, snapshot,
+        )?))
     }
 
     fn flush(&self) -> Result<()> {

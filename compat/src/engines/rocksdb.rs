@@ -7,6 +7,10 @@
 //! * Reads see a consistent snapshot per call; an iterator sees the
 //!   snapshot taken when it was created. A `WriteBatch` is atomic for
 //!   readers too (RocksDB publishes it under one sequence number).
+//!   [`Db::snapshot`] is RocksDB's `GetSnapshot` (the private `snapshot`
+//!   module); a multi-range MultiScan takes one for the call, so every
+//!   range, native group and unbounded range reads one view. The database
+//!   stays open until the last snapshot handle is dropped.
 //! * MultiScan is RocksDB's own `DB::NewMultiScan` (see the private `multiscan` module), so
 //!   `MultiScanArgs::{use_async_io, io_coalesce_threshold,
 //!   max_prefetch_size}` reach RocksDB unchanged. `property("compat.multiscan")`
@@ -18,8 +22,10 @@
 
 mod multiscan;
 mod options;
+mod snapshot;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rocksdb::{
     DBRawIteratorWithThreadMode, ErrorKind, WaitForCompactOptions, WriteBatch as RWriteBatch, DB,
@@ -30,8 +36,9 @@ pub use self::options::ROCKSDB_OPTION_KEYS;
 use crate::multiscan::{MultiScan, MultiScanArgs};
 use crate::{
     check_sizes, BatchOp, Db, DbIterator, EngineOptions, Error, Limits, ReadOptions, Result,
-    WriteBatch, WriteOptions,
+    Snapshot, WriteBatch, WriteOptions,
 };
+use snapshot::RocksSnapshot;
 
 /// Largest key the adapter accepts.
 pub const MAX_KEY_SIZE: usize = 8 << 20;
@@ -54,7 +61,7 @@ pub fn open(path: &Path, opts: &EngineOptions, blob: bool) -> Result<Box<dyn Db>
     let db = DB::open(&parsed.opts, path)
         .map_err(|e| map_err(&format!("open {}", path.display()), e))?;
     Ok(Box::new(RocksDb {
-        db,
+        db: Arc::new(db),
         opts: parsed.opts,
         statistics: parsed.statistics,
         blob,
@@ -100,7 +107,9 @@ fn map_err(what: &str, e: rocksdb::Error) -> Error {
 
 /// An open RocksDB or RocksDB-BlobDB database.
 struct RocksDb {
-    db: DB,
+    /// Shared with every held snapshot, which must be released before the
+    /// database closes.
+    db: Arc<DB>,
     /// Kept for `statistics()`: the statistics object lives in the options.
     opts: rocksdb::Options,
     statistics: bool,
@@ -113,7 +122,11 @@ struct RocksDb {
 }
 
 fn is_default_read(ro: &ReadOptions) -> bool {
-    ro.fill_cache && ro.verify_checksums && !ro.async_io && ro.readahead_size == 0
+    ro.fill_cache
+        && ro.verify_checksums
+        && !ro.async_io
+        && ro.readahead_size == 0
+        && ro.snapshot.is_none()
 }
 
 /// Builds RocksDB read options; bounds only when `with_bounds`.
@@ -137,6 +150,27 @@ fn read_options(ro: &ReadOptions, with_bounds: bool) -> rocksdb::ReadOptions {
 }
 
 impl RocksDb {
+    /// The RocksDB snapshot `ro` names, checked to be this database's.
+    fn snapshot_of<'s>(&self, ro: &'s ReadOptions) -> Result<Option<&'s Arc<RocksSnapshot>>> {
+        ro.snapshot
+            .as_ref()
+            .map(|s| s.downcast::<Arc<RocksSnapshot>>(self.name(), self.owner()))
+            .transpose()
+    }
+
+    fn owner(&self) -> usize {
+        Arc::as_ptr(&self.db) as usize
+    }
+
+    /// Read options for a point read or iterator, as of `ro`'s snapshot.
+    fn custom_read(&self, ro: &ReadOptions, with_bounds: bool) -> Result<rocksdb::ReadOptions> {
+        let mut r = read_options(ro, with_bounds);
+        if let Some(s) = self.snapshot_of(ro)? {
+            s.apply(&mut r);
+        }
+        Ok(r)
+    }
+
     fn wopts(&self, w: &WriteOptions) -> &rocksdb::WriteOptions {
         &self.write_opts[usize::from(w.sync) * 2 + usize::from(w.disable_wal)]
     }
@@ -164,7 +198,7 @@ impl Db for RocksDb {
         let ro = if is_default_read(opts) {
             &self.default_ro
         } else {
-            custom = read_options(opts, false);
+            custom = self.custom_read(opts, false)?;
             &custom
         };
         match self.db.get_pinned_opt(key, ro) {
@@ -184,7 +218,10 @@ impl Db for RocksDb {
         let ro = if is_default_read(opts) {
             &self.default_ro
         } else {
-            custom = read_options(opts, false);
+            match self.custom_read(opts, false) {
+                Ok(r) => custom = r,
+                Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
+            }
             &custom
         };
         self.db
@@ -232,9 +269,17 @@ impl Db for RocksDb {
             .map_err(|e| map_err("write", e))
     }
 
+    fn snapshot(&self) -> Result<Snapshot> {
+        let s = Arc::new(RocksSnapshot::take(&self.db));
+        Ok(Snapshot::new(self.name(), self.owner(), s))
+    }
+
     fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>> {
-        let it = self.db.raw_iterator_opt(read_options(opts, true));
-        Ok(Box::new(RocksIter { it }))
+        let it = self.db.raw_iterator_opt(self.custom_read(opts, true)?);
+        Ok(Box::new(RocksIter {
+            it,
+            _snapshot: opts.snapshot.clone(),
+        }))
     }
 
     fn multi_scan<'a>(
@@ -242,8 +287,16 @@ impl Db for RocksDb {
         opts: &ReadOptions,
         args: &MultiScanArgs,
     ) -> Result<Box<dyn MultiScan + 'a>> {
+        // One view for every range: the caller's snapshot, or one taken
+        // for the call (a native group or an unbounded range would
+        // otherwise each read the database as of its own start).
+        let snap = match self.snapshot_of(opts)? {
+            Some(s) => Some(Arc::clone(s)),
+            None if args.ranges.len() > 1 => Some(Arc::new(RocksSnapshot::take(&self.db))),
+            None => None,
+        };
         Ok(Box::new(multiscan::NativeMultiScan::new(
-            &self.db, opts, args,
+            &self.db, opts, snap, args,
         )?))
     }
 
@@ -286,6 +339,8 @@ impl Db for RocksDb {
 /// A raw RocksDB iterator; RocksDB's own semantics, bounds included.
 struct RocksIter<'a> {
     it: DBRawIteratorWithThreadMode<'a, DB>,
+    /// Keeps the snapshot the iterator reads alive.
+    _snapshot: Option<Snapshot>,
 }
 
 impl DbIterator for RocksIter<'_> {

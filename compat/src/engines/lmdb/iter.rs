@@ -3,8 +3,14 @@
 //!
 //! heed's cursor types borrow the transaction, and the iterator must own
 //! both; this module holds the one self-referential `unsafe` of the adapter.
+//!
+//! A [`LmdbSnapshot`] is a read transaction shared by every read that names
+//! it. LMDB lets a read-only transaction of an `MDB_NOTLS` environment span
+//! threads "if the user synchronizes its use", so every use (a point read,
+//! and each cursor move of an iterator on it) holds the snapshot's mutex.
 
 use std::ops::Bound;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use heed::types::Bytes;
 use heed::{Database, Env, RoRange, RoRevRange, RoTxn, WithoutTls};
@@ -19,13 +25,51 @@ enum Cursor {
     Rev(RoRevRange<'static, Bytes, Bytes>),
 }
 
+/// A read transaction held as a snapshot ([`crate::Db::snapshot`]).
+pub(super) struct LmdbSnapshot {
+    txn: RoTxn<'static, WithoutTls>,
+    lock: Mutex<()>,
+}
+
+// SAFETY: the transaction belongs to an MDB_NOTLS environment, so it may be
+// used from any thread; every use goes through `read`, which holds `lock`,
+// so no two threads use it at once (LMDB's one requirement).
+unsafe impl Sync for LmdbSnapshot {}
+
+impl LmdbSnapshot {
+    pub(super) fn begin(env: &Env<WithoutTls>) -> heed::Result<LmdbSnapshot> {
+        Ok(LmdbSnapshot {
+            txn: env.clone().static_read_txn()?,
+            lock: Mutex::new(()),
+        })
+    }
+
+    /// Runs `f` on the transaction, alone.
+    pub(super) fn read<T>(&self, f: impl FnOnce(&RoTxn<'static, WithoutTls>) -> T) -> T {
+        let _g = lock(&self.lock);
+        f(&self.txn)
+    }
+}
+
+fn lock(m: &Mutex<()>) -> MutexGuard<'_, ()> {
+    // The mutex guards no data, so a panic while holding it left nothing
+    // half-done.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The transaction an iterator reads: its own, or a shared snapshot.
+enum Txn {
+    Own(Box<RoTxn<'static, WithoutTls>>),
+    Shared(Arc<LmdbSnapshot>),
+}
+
 /// A RocksDB-semantics cursor over one LMDB read snapshot.
 pub(super) struct LmdbIter<'a> {
     // Field order matters: `cursor` and `cur` borrow from `*txn` and are
     // declared (hence dropped) before it.
     cursor: Option<Cursor>,
     cur: Option<Entry>,
-    txn: Box<RoTxn<'static, WithoutTls>>,
+    txn: Txn,
     db: Database<'static, Bytes, Bytes>,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
@@ -46,15 +90,20 @@ impl<'a> LmdbIter<'a> {
         env: &'a Env<WithoutTls>,
         db: Database<'static, Bytes, Bytes>,
         ro: &ReadOptions,
+        snapshot: Option<Arc<LmdbSnapshot>>,
     ) -> Result<Self> {
-        let txn = env
-            .clone()
-            .static_read_txn()
-            .map_err(|e| map_err_in(env.path(), "iterator read transaction", e))?;
+        let txn = match snapshot {
+            Some(s) => Txn::Shared(s),
+            None => {
+                Txn::Own(Box::new(env.clone().static_read_txn().map_err(|e| {
+                    map_err_in(env.path(), "iterator read transaction", e)
+                })?))
+            }
+        };
         Ok(LmdbIter {
             cursor: None,
             cur: None,
-            txn: Box::new(txn),
+            txn,
             db,
             lower: ro.iterate_lower_bound.clone(),
             upper: ro.iterate_upper_bound.clone(),
@@ -64,12 +113,26 @@ impl<'a> LmdbIter<'a> {
     }
 
     fn txn(&self) -> &'static RoTxn<'static, WithoutTls> {
-        // SAFETY: `txn` is boxed, so its address is stable for the life of
-        // `self`, and it is never replaced. Every borrow handed out with the
-        // 'static lifetime is stored in `cursor`/`cur`, which are dropped or
-        // overwritten before the box (field order), and never escapes `self`
-        // except through `key()`/`value()`, whose results borrow `&self`.
-        unsafe { &*(self.txn.as_ref() as *const RoTxn<'static, WithoutTls>) }
+        let txn: &RoTxn<'static, WithoutTls> = match &self.txn {
+            Txn::Own(b) => b,
+            Txn::Shared(s) => &s.txn,
+        };
+        // SAFETY: the transaction is boxed or behind an `Arc` this iterator
+        // holds, so its address is stable for the life of `self`, and it is
+        // never replaced. Every borrow handed out with the 'static lifetime
+        // is stored in `cursor`/`cur`, which are dropped or overwritten
+        // before `txn` (field order, and `Drop` below), and never escapes
+        // `self` except through `key()`/`value()`, whose results borrow
+        // `&self`.
+        unsafe { &*(txn as *const RoTxn<'static, WithoutTls>) }
+    }
+
+    /// The shared snapshot's mutex, held for one cursor move.
+    fn exclusive(&self) -> Option<Arc<LmdbSnapshot>> {
+        match &self.txn {
+            Txn::Own(_) => None,
+            Txn::Shared(s) => Some(Arc::clone(s)),
+        }
     }
 
     fn lower_bound(&self) -> Bound<&[u8]> {
@@ -91,6 +154,8 @@ impl<'a> LmdbIter<'a> {
     }
 
     fn forward(&mut self, start: Bound<Vec<u8>>) {
+        let shared = self.exclusive();
+        let _g = shared.as_ref().map(|s| lock(&s.lock));
         self.cursor = None;
         self.cur = None;
         self.err = None;
@@ -105,13 +170,15 @@ impl<'a> LmdbIter<'a> {
         match self.db.range(txn, &(bref(&start), bref(&end))) {
             Ok(r) => {
                 self.cursor = Some(Cursor::Fwd(r));
-                self.step();
+                self.advance();
             }
             Err(e) => self.fail(e),
         }
     }
 
     fn backward(&mut self, end: Bound<Vec<u8>>) {
+        let shared = self.exclusive();
+        let _g = shared.as_ref().map(|s| lock(&s.lock));
         self.cursor = None;
         self.cur = None;
         self.err = None;
@@ -126,7 +193,7 @@ impl<'a> LmdbIter<'a> {
         match self.db.rev_range(txn, &(bref(&start), bref(&end))) {
             Ok(r) => {
                 self.cursor = Some(Cursor::Rev(r));
-                self.step();
+                self.advance();
             }
             Err(e) => self.fail(e),
         }
@@ -134,6 +201,12 @@ impl<'a> LmdbIter<'a> {
 
     /// Advances the current cursor in its direction.
     fn step(&mut self) {
+        let shared = self.exclusive();
+        let _g = shared.as_ref().map(|s| lock(&s.lock));
+        self.advance();
+    }
+
+    fn advance(&mut self) {
         let next = match self.cursor.as_mut() {
             Some(Cursor::Fwd(r)) => r.next(),
             Some(Cursor::Rev(r)) => r.next(),
@@ -205,6 +278,16 @@ fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
         Bound::Included(s) => Bound::Included(s.to_vec()),
         Bound::Excluded(s) => Bound::Excluded(s.to_vec()),
         Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl Drop for LmdbIter<'_> {
+    fn drop(&mut self) {
+        // Closing a cursor is a use of the transaction.
+        let shared = self.exclusive();
+        let _g = shared.as_ref().map(|s| lock(&s.lock));
+        self.cur = None;
+        self.cursor = None;
     }
 }
 

@@ -5,10 +5,12 @@
 
 use std::ffi::{c_char, c_int, c_uchar, CStr};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use librocksdb_sys::rocksdb_t;
 use rocksdb::{AsRawPtr, DBRawIteratorWithThreadMode, DB};
 
+use super::snapshot::RocksSnapshot;
 use crate::multiscan::{MultiScan, MultiScanArgs};
 use crate::{Error, ReadOptions, Result};
 
@@ -64,6 +66,7 @@ extern "C" {
     #[allow(clippy::too_many_arguments)]
     fn vmk_multiscan_new(
         db: *mut rocksdb_t,
+        snapshot: *const librocksdb_sys::rocksdb_snapshot_t,
         fill_cache: c_uchar,
         verify_checksums: c_uchar,
         async_io: c_uchar,
@@ -167,6 +170,8 @@ enum Slot {
 pub(super) struct NativeMultiScan<'a> {
     db: &'a DB,
     ro: ReadOptions,
+    /// The one view every range reads.
+    snapshot: Option<Arc<RocksSnapshot>>,
     use_async_io: bool,
     io_coalesce_threshold: u64,
     max_prefetch_size: u64,
@@ -195,7 +200,12 @@ pub(super) struct NativeMultiScan<'a> {
 unsafe impl Send for NativeMultiScan<'_> {}
 
 impl<'a> NativeMultiScan<'a> {
-    pub(super) fn new(db: &'a DB, ro: &ReadOptions, args: &MultiScanArgs) -> Result<Self> {
+    pub(super) fn new(
+        db: &'a DB,
+        ro: &ReadOptions,
+        snapshot: Option<Arc<RocksSnapshot>>,
+        args: &MultiScanArgs,
+    ) -> Result<Self> {
         args.validate()?;
         let lower = ro.iterate_lower_bound.as_deref();
         let upper = ro.iterate_upper_bound.as_deref();
@@ -217,6 +227,7 @@ impl<'a> NativeMultiScan<'a> {
         let mut ms = NativeMultiScan {
             db,
             ro: ro.clone(),
+            snapshot,
             use_async_io: args.use_async_io,
             io_coalesce_threshold: args.io_coalesce_threshold,
             max_prefetch_size: args.max_prefetch_size,
@@ -281,6 +292,7 @@ impl<'a> NativeMultiScan<'a> {
         let raw = unsafe {
             vmk_multiscan_new(
                 self.db.as_raw_ptr(),
+                self.snapshot.as_ref().map_or(std::ptr::null(), |s| s.raw()),
                 c_uchar::from(self.ro.fill_cache),
                 c_uchar::from(self.ro.verify_checksums),
                 c_uchar::from(self.ro.async_io),
@@ -361,6 +373,9 @@ impl MultiScan for NativeMultiScan<'_> {
             Slot::Empty => return Ok(true),
             Slot::Unbounded(start) => {
                 let mut ro = super::read_options(&self.ro, false);
+                if let Some(s) = &self.snapshot {
+                    s.apply(&mut ro);
+                }
                 ro.set_iterate_lower_bound(start);
                 self.iter = Some(self.db.raw_iterator_opt(ro));
                 self.iter_started = false;

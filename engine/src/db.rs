@@ -107,6 +107,8 @@ pub(crate) struct Inner {
     /// The open region of `disable_wal` puts (`unlogged.rs`).
     pub unlogged: crate::unlogged::Unlogged,
     pub max_value: usize,
+    /// Failures of background work (`bgerror.rs`).
+    pub bg_errors: crate::bgerror::BackgroundErrors,
     _lock: DirLock,
 }
 
@@ -370,6 +372,7 @@ impl Db {
             gate: RwLock::new(()),
             info,
             counters: Counters::default(),
+            bg_errors: Default::default(),
             throttle: Default::default(),
             ckpt: Mutex::new(CkptState {
                 id: ckpt_id,
@@ -754,6 +757,9 @@ impl Inner {
     /// `puts` as unlogged puts (`unlogged.rs`). The throttle is paid
     /// before the stripes are taken, as in `commit`.
     fn write_unlogged(&self, puts: &[(&[u8], &[u8])]) -> Result<()> {
+        if let Some(e) = self.bg_errors.take() {
+            return Err(e);
+        }
         self.throttle.pay(
             puts.iter()
                 .map(|(k, v)| packed::cost(k.len(), v.len()))
@@ -777,6 +783,11 @@ impl Inner {
         count: u32,
         keys: Keys<'_>,
     ) -> Result<()> {
+        // A background failure nobody has heard of fails this write, which
+        // is not applied (as RocksDB reports a background error).
+        if let Some(e) = self.bg_errors.take() {
+            return Err(e);
+        }
         self.throttle.pay(parts.iter().map(|p| p.len()).sum());
         let end = {
             let (_one, _many, _shared, _excl);
@@ -899,6 +910,12 @@ impl Inner {
     /// Whether the automatic checkpoint is due: `checkpoint_interval_bytes`
     /// of log since the last one, and [`LOG_PER_SNAPSHOT`] times the
     /// snapshot's size.
+    /// Logs and records a failure of background work `what`.
+    pub(crate) fn background_failed(&self, what: &str, e: &Error, for_writers: bool) {
+        self.info.log(format_args!("{what} failed: {e}"));
+        self.bg_errors.record(what, e, for_writers);
+    }
+
     pub(crate) fn checkpoint_due(&self) -> bool {
         let every = self.opts.checkpoint_interval_bytes;
         let snapshot = self.snapshot_bytes.load(Ordering::Relaxed);
@@ -1053,6 +1070,8 @@ impl Inner {
             write_rate_limit: self.throttle.rate(),
             delayed_writes: self.throttle.delayed_writes.load(Ordering::Relaxed),
             write_delay_us: self.throttle.delay_ns.load(Ordering::Relaxed) / 1000,
+            background_errors: self.bg_errors.count(),
+            last_background_error: self.bg_errors.last(),
         }
     }
 }

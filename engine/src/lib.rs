@@ -8,6 +8,7 @@
 
 mod apply;
 pub mod batch;
+mod bgerror;
 pub mod checkpoint;
 mod crc;
 mod db;

@@ -129,6 +129,11 @@ pub struct Statistics {
     pub delayed_writes: u64,
     /// Total time those writes slept, in microseconds.
     pub write_delay_us: u64,
+    /// Background work that failed since open (defragment, checkpoint,
+    /// sorted runs, key ordering, spare segments, a panicking thread).
+    pub background_errors: u64,
+    /// The last such failure.
+    pub last_background_error: Option<String>,
 }
 
 impl fmt::Display for Statistics {
@@ -187,6 +192,12 @@ impl fmt::Display for Statistics {
             f,
             "write throttle: rate_limit={} delayed_writes={} delay_us={}",
             self.write_rate_limit, self.delayed_writes, self.write_delay_us
+        )?;
+        writeln!(
+            f,
+            "background errors: count={} last={}",
+            self.background_errors,
+            self.last_background_error.as_deref().unwrap_or("none")
         )
     }
 }

@@ -353,8 +353,21 @@ impl Background {
             let (inner, stop) = (bg.inner.clone(), bg.stop.clone());
             match std::thread::Builder::new()
                 .name(name.into())
-                .spawn(move || job(&inner, &stop))
-            {
+                .spawn(move || {
+                    // A panic would otherwise end the thread unseen, and its work
+                    // (defragment, spare segments, throttling) with it.
+                    let run = std::panic::AssertUnwindSafe(|| job(&inner, &stop));
+                    if let Err(p) = std::panic::catch_unwind(run) {
+                        let msg = crate::bgerror::panic_message(&*p);
+                        inner.background_failed(
+                            &format!("background thread {name}"),
+                            &Error::IoError(format!(
+                                "panicked ({msg}); its work stops until the database is reopened"
+                            )),
+                            true,
+                        );
+                    }
+                }) {
                 Ok(h) => bg.threads.push(h),
                 Err(e) => {
                     // Stop the threads already started before failing.
@@ -403,9 +416,7 @@ fn preallocate(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
             Ok(Some(seg)) => seg.cache_ahead(),
             Ok(None) => {}
             Err(e) => {
-                inner
-                    .info
-                    .log(format_args!("preallocating a segment failed: {e}"));
+                inner.background_failed("preallocating a segment", &e, false);
                 let mut s = stop.0.lock();
                 if !*s {
                     stop.1.wait_for(&mut s, Duration::from_secs(1));
@@ -496,18 +507,14 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar), mut runs: runs::Runs) {
         if runs.due(inner) && !(sorted_last && defrag_wanted(inner)) {
             sorted_last = true;
             if let Err(e) = prio::niced(urgency_nice(inner), || runs.tick(inner, &go_on)) {
-                inner
-                    .info
-                    .log(format_args!("background sorted run failed: {e}"));
+                inner.background_failed("background sorted run", &e, true);
             }
             continue;
         }
         sorted_last = false;
         if defrag_wanted(inner) {
             if let Err(e) = prio::niced(urgency_nice(inner), || defragment(inner)) {
-                inner
-                    .info
-                    .log(format_args!("background defragment failed: {e}"));
+                inner.background_failed("background defragment", &e, true);
             }
         } else if inner.checkpoint_due() {
             let mut rep = DefragReport::default();
@@ -524,9 +531,7 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar), mut runs: runs::Runs) {
                     ));
                 }
                 Ok(()) => {}
-                Err(e) => inner
-                    .info
-                    .log(format_args!("background checkpoint failed: {e}")),
+                Err(e) => inner.background_failed("background checkpoint", &e, true),
             }
         } else {
             let ordered = order.tick(inner, &stopping);
@@ -540,9 +545,7 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar), mut runs: runs::Runs) {
                 Ok(false) => {
                     merge.tick(inner, &stopping);
                 }
-                Err(e) => inner
-                    .info
-                    .log(format_args!("background key ordering failed: {e}")),
+                Err(e) => inner.background_failed("background key ordering", &e, true),
             }
         }
     }

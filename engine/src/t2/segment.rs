@@ -240,7 +240,7 @@ impl Segment {
 
     /// A read-only `O_DIRECT` descriptor of this segment, opened on first
     /// use; `None` when the filesystem does not support direct I/O.
-    pub fn direct_file(&self) -> Option<&File> {
+    pub(crate) fn direct_file(&self) -> Option<&File> {
         self.direct().map(|(f, _)| f)
     }
 
@@ -278,7 +278,7 @@ impl Segment {
     }
 
     /// The underlying file (for `pread`, `fadvise`, io_uring).
-    pub fn file(&self) -> &File {
+    pub(crate) fn file(&self) -> &File {
         &self.file
     }
 
@@ -524,7 +524,7 @@ impl Segment {
     /// (tmpfs) a `pwrite` of zeros over the pages that are not zero
     /// already. Never a hole punch: a hole in a mapped file is a SIGBUS at
     /// the next store through the mapping once the disk is full.
-    pub fn zero_range(&self, off: usize, len: usize) -> Result<()> {
+    pub(crate) fn zero_range(&self, off: usize, len: usize) -> Result<()> {
         let len = len.min(self.size.saturating_sub(off));
         if len == 0 {
             return Ok(());

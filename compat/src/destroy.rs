@@ -48,6 +48,23 @@ fn rocksdb_file(name: &str) -> bool {
         .any(|p| base.strip_prefix(p).is_some_and(digits))
 }
 
+/// Whether `path` holds some engine's database by that engine's own
+/// signature: RocksDB's `CURRENT` with a `MANIFEST-*`, LMDB's `data.mdb`,
+/// vmemkv's `LOGEND` or a segment.
+pub fn is_engine_database(path: &Path) -> bool {
+    let Ok(listing) = std::fs::read_dir(path) else {
+        return false;
+    };
+    let names: Vec<String> = listing
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let has = |f: &dyn Fn(&str) -> bool| names.iter().any(|n| f(n));
+    (has(&|n| n == "CURRENT") && has(&|n| n.starts_with("MANIFEST-")))
+        || has(&|n| n == "data.mdb")
+        || has(&|n| n == "LOGEND" || (n.ends_with(".seg") && vmemkv::is_own_file(n)))
+}
+
 /// Removes the database directory `path` and every engine file in it.
 ///
 /// A missing directory is `Ok`. A directory that a process has open is

@@ -25,7 +25,7 @@ pub mod snapshot;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use db::{check_sizes, not_supported, Db};
-pub use destroy::destroy;
+pub use destroy::{destroy, is_engine_database};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Entries, ErrorIterator};
 pub use multiscan::{

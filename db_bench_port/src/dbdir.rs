@@ -5,7 +5,8 @@
 //! so three checks stand before it, each enough alone to stop it:
 //! - the run lock: another db_bench holding the same directory (even
 //!   between two benchmarks, while no engine has it open) is `Busy`;
-//! - the marker: only a directory this tool created is ever deleted;
+//! - the marker: only a directory this tool created, or one that holds an
+//!   engine's own database (`vmemkv_compat::is_engine_database`), is deleted;
 //! - [`vmemkv_compat::destroy`]: the engine's `LOCK` (held by any process
 //!   with the database open) is `Busy`, and a file no engine creates stops
 //!   it before anything is removed.
@@ -91,7 +92,9 @@ pub fn destroy_db(path: &Path) -> Result<(), String> {
         return Ok(());
     }
     let marker = marker_path(path);
-    if !marker.exists() {
+    // An engine's own database (recreated as RocksDB's DestroyDB would) is
+    // the user's to replace; anything else needs the marker.
+    if !marker.exists() && !vmemkv_compat::is_engine_database(path) {
         return Err(format!(
             "refusing to destroy {}: it is not empty and was not created by db_bench_port (no {} file); remove it yourself or pass --use_existing_db=1",
             path.display(),

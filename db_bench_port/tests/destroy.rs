@@ -212,3 +212,30 @@ fn an_engine_missing_from_the_build_never_destroys_the_database() {
     assert!(r.stderr.contains("not compiled"), "{}", r.all());
     assert_eq!(files(&db), before);
 }
+
+#[test]
+fn an_engines_own_database_is_recreated_without_the_marker() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    {
+        let d =
+            vmemkv_compat::open(EngineKind::Vmemkv, &db, &EngineOptions::default()).expect("open");
+        d.put(&WriteOptions::default(), b"old", b"value")
+            .expect("put");
+    }
+    assert!(vmemkv_compat::is_engine_database(&db));
+    let r = fill(&db);
+    assert_eq!(
+        r.code,
+        0,
+        "an engine's database is replaced as DestroyDB would\n{}",
+        r.all()
+    );
+    assert_eq!(count_keys(&db), 2000, "only the new run's keys");
+    // With a foreign file beside it, still refused.
+    std::fs::remove_file(db_bench_port::dbdir::marker_path(&db)).expect("rm marker");
+    std::fs::write(db.join("notes.txt"), b"x").expect("write");
+    let r = fill(&db);
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(db.join("notes.txt").exists());
+}

@@ -225,6 +225,16 @@ pub fn load_snapshot(
     mut on_entry: impl FnMut(&[u8], &Entry) -> Result<()>,
 ) -> Result<u64> {
     let path = dir.join(&m.snapshot);
+    // The MANIFEST promises this file: its absence is damage, not an I/O
+    // failure (design.md §4 step 2).
+    if let Err(e) = std::fs::symlink_metadata(&path) {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            return Err(Error::Corruption(format!(
+                "{}: the snapshot the MANIFEST names is missing",
+                path.display()
+            )));
+        }
+    }
     let f = crate::fsutil::open_file(&path, std::fs::OpenOptions::new().read(true), 0, "snapshot")?;
     let len = f
         .metadata()

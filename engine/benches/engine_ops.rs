@@ -72,6 +72,8 @@ fn run(label: &str, keys: u64, vlen: usize, opts: Options) {
         it.next();
     }
     let scan = keys as f64 / t.elapsed().as_secs_f64();
+    // An iterator holds a snapshot: release it before the writes below.
+    drop(it);
     let sync_n = 2000u64;
     let t = Instant::now();
     for i in 0..sync_n {

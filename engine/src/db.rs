@@ -19,6 +19,7 @@ use crate::iter::{Bounds, Iter};
 use crate::maintenance::prio::niced;
 use crate::maintenance::Background;
 use crate::options::{Options, MAX_KEY_SIZE};
+use crate::snapshot::Snapshot;
 use crate::stats::{Counters, Statistics};
 use crate::t2::durable::{DurableEnd, End};
 use crate::t2::log::Log;
@@ -109,7 +110,29 @@ pub(crate) struct Inner {
     pub max_value: usize,
     /// Failures of background work (`bgerror.rs`).
     pub bg_errors: crate::bgerror::BackgroundErrors,
+    /// Bytes of emptied segments kept because snapshots were held at the
+    /// last retirement.
+    pub snapshot_pinned_bytes: AtomicU64,
     _lock: DirLock,
+}
+
+/// A write registered with T1's visibility watermark (see `Inner::begin_write`).
+/// Dropped, it ends the registration; it never waits, because it is dropped
+/// with the gate and stripes held, and an unlogged put that registered may be
+/// waiting for the gate. The caller waits for visibility after releasing
+/// them ([`Inner::visible_after`]).
+struct WriteGuard<'a> {
+    inner: &'a Inner,
+    ticket: Option<crate::t1::WriteTicket>,
+}
+
+impl Drop for WriteGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.ticket.take() {
+            let log = &self.inner.log;
+            self.inner.t1.versions().end_write(t, || log.tail_lsn());
+        }
+    }
 }
 
 /// A vmemkv database: keys in RAM (T1), values in mmap'd segment files
@@ -373,6 +396,7 @@ impl Db {
             info,
             counters: Counters::default(),
             bg_errors: Default::default(),
+            snapshot_pinned_bytes: AtomicU64::new(0),
             throttle: Default::default(),
             ckpt: Mutex::new(CkptState {
                 id: ckpt_id,
@@ -389,6 +413,8 @@ impl Db {
             opts,
             _lock: lock,
         });
+        // Recovery applied everything it found: all of it is visible.
+        inner.t1.versions().publish_all(inner.log.tail_lsn());
         let bg = if inner.opts.background {
             Some(Background::start(inner.clone())?)
         } else {
@@ -422,13 +448,34 @@ impl Db {
     /// allocation when `out` has capacity. The value's checksum is
     /// verified; a mismatch is `Corruption` naming the segment file.
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        self.inner.get_into(key, out, true)
+        self.inner.get_into(key, out, true, None)
     }
 
     /// [`Db::get_into`] with checksum verification chosen by the caller
     /// (`verify = false` trades detection of media corruption for speed).
     pub fn get_into_opt(&self, key: &[u8], out: &mut Vec<u8>, verify: bool) -> Result<bool> {
-        self.inner.get_into(key, out, verify)
+        self.inner.get_into(key, out, verify, None)
+    }
+
+    /// A point-in-time view: reads naming it ([`Db::get_into_at`],
+    /// [`Db::iter_at`], [`Db::multi_scan_at`]) see every write acknowledged
+    /// before it was taken and none after; a batch is in it whole or not at
+    /// all. Release it (drop) before closing the database.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::take(&self.inner.t1)
+    }
+
+    /// [`Db::get_into_opt`] as of `snap`; `InvalidArgument` for a snapshot
+    /// of another database.
+    pub fn get_into_at(
+        &self,
+        snap: &Snapshot,
+        key: &[u8],
+        out: &mut Vec<u8>,
+        verify: bool,
+    ) -> Result<bool> {
+        let at = snap.at_for(&self.inner.t1)?;
+        self.inner.get_into(key, out, verify, Some(at))
     }
 
     /// Reads `key`.
@@ -446,8 +493,8 @@ impl Db {
     pub fn put_opt(&self, wo: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
         self.inner.check_key(key)?;
         self.inner.check_value(value)?;
-        if self.inner.unlogged_wanted(wo) {
-            return self.inner.write_unlogged(&[(key, value)]);
+        if self.inner.unlogged_wanted(wo) && self.inner.write_unlogged(&[(key, value)])? {
+            return Ok(());
         }
         let mut h = [0u8; 9];
         h[0] = OP_PUT;
@@ -486,9 +533,8 @@ impl Db {
         self.write(wo, &b)
     }
 
-    /// Applies `batch` atomically with respect to crashes: it is one log
-    /// record with one checksum. Concurrent readers may observe a batch
-    /// partly applied (see `docs/design.md`, "Consistency").
+    /// Applies `batch` atomically: it is one log record with one checksum,
+    /// and readers see all of it or none (`docs/design.md` §8).
     pub fn write(&self, wo: &WriteOptions, batch: &WriteBatch) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
@@ -508,12 +554,14 @@ impl Db {
             };
             if batch.count == 1 {
                 if let Some(put) = puts().next() {
-                    return self.inner.write_unlogged(&[put]);
+                    if self.inner.write_unlogged(&[put])? {
+                        return Ok(());
+                    }
                 }
             } else {
                 let puts: Vec<(&[u8], &[u8])> = puts().collect();
-                if puts.len() == batch.count as usize {
-                    return self.inner.write_unlogged(&puts);
+                if puts.len() == batch.count as usize && self.inner.write_unlogged(&puts)? {
+                    return Ok(());
                 }
             }
         }
@@ -529,12 +577,18 @@ impl Db {
     /// A cursor over live entries within `bounds`; each stored value's
     /// checksum is verified when the cursor lands on it.
     pub fn iter(&self, bounds: Bounds) -> Iter<'_> {
-        Iter::new(&self.inner, bounds, true)
+        Iter::new(&self.inner, bounds, true, None)
     }
 
     /// [`Db::iter`] with checksum verification chosen by the caller.
     pub fn iter_opt(&self, bounds: Bounds, verify: bool) -> Iter<'_> {
-        Iter::new(&self.inner, bounds, verify)
+        Iter::new(&self.inner, bounds, verify, None)
+    }
+
+    /// [`Db::iter_opt`] as of `snap`.
+    pub fn iter_at(&self, snap: &Snapshot, bounds: Bounds, verify: bool) -> Result<Iter<'_>> {
+        let at = snap.at_for(&self.inner.t1)?;
+        Ok(Iter::new(&self.inner, bounds, verify, Some(at)))
     }
 
     /// Persists a T1 snapshot and a MANIFEST so that recovery replays only
@@ -626,7 +680,22 @@ impl Db {
             Some(true) => crate::multiscan::BufferMode::Direct,
             Some(false) => crate::multiscan::BufferMode::PageCache,
         };
-        crate::multiscan::multi_scan_with(&self.inner.t1, &self.inner.log, args, mode)
+        crate::multiscan::multi_scan_with(&self.inner.t1, &self.inner.log, args, mode, None)
+    }
+
+    /// [`Db::multi_scan`] as of `snap`.
+    pub fn multi_scan_at(
+        &self,
+        snap: &Snapshot,
+        args: &crate::multiscan::MultiScanArgs,
+    ) -> Result<crate::multiscan::MultiScanIter<'_>> {
+        let at = snap.at_for(&self.inner.t1)?;
+        let mode = match self.inner.opts.use_direct_reads {
+            None => crate::multiscan::BufferMode::Auto,
+            Some(true) => crate::multiscan::BufferMode::Direct,
+            Some(false) => crate::multiscan::BufferMode::PageCache,
+        };
+        crate::multiscan::multi_scan_with(&self.inner.t1, &self.inner.log, args, mode, Some(at))
     }
 }
 
@@ -756,19 +825,35 @@ impl Inner {
 
     /// `puts` as unlogged puts (`unlogged.rs`). The throttle is paid
     /// before the stripes are taken, as in `commit`.
-    fn write_unlogged(&self, puts: &[(&[u8], &[u8])]) -> Result<()> {
+    /// Returns false, having written nothing, when a snapshot is held: an
+    /// unlogged put's seq comes from a region reserved earlier and could land
+    /// below the snapshot's (`Versions::unlogged_enter`); the caller then
+    /// takes the logged path.
+    fn write_unlogged(&self, puts: &[(&[u8], &[u8])]) -> Result<bool> {
         if let Some(e) = self.bg_errors.take() {
             return Err(e);
         }
+        let vs = self.t1.versions();
+        if !vs.unlogged_enter() {
+            return Ok(false);
+        }
+        let r = self.write_unlogged_entered(puts);
+        vs.unlogged_leave();
+        r.map(|()| true)
+    }
+
+    fn write_unlogged_entered(&self, puts: &[(&[u8], &[u8])]) -> Result<()> {
         self.throttle.pay(
             puts.iter()
                 .map(|(k, v)| packed::cost(k.len(), v.len()))
                 .sum(),
         );
-        {
+        let seq = {
             let _stripes = self.stripes.many(puts.iter().map(|p| p.0));
-            self.unlogged.write(self, puts)?;
-        }
+            let _visible = self.begin_write();
+            self.unlogged.write(self, puts)?
+        };
+        self.visible_after(seq);
         Counters::add(&self.counters.writes, 1);
         Ok(())
     }
@@ -789,7 +874,7 @@ impl Inner {
             return Err(e);
         }
         self.throttle.pay(parts.iter().map(|p| p.len()).sum());
-        let end = {
+        let (seq, end) = {
             let (_one, _many, _shared, _excl);
             match keys {
                 Keys::One(k) => {
@@ -808,6 +893,8 @@ impl Inner {
             }
             self.unlogged
                 .before_logged(self, wo.disable_wal && !wo.sync)?;
+            // Readers see the batch once all of it is in T1 (design.md §8.1).
+            let _visible = self.begin_write();
             let a = match body_crc {
                 Some(c) => self
                     .log
@@ -843,8 +930,9 @@ impl Inner {
                 &adjust,
             )
             .map_err(|at| Error::InvalidArgument(format!("malformed write batch at byte {at}")))?;
-            a.end_lsn
+            (a.lsn, a.end_lsn)
         };
+        self.visible_after(seq);
         Counters::add(&self.counters.writes, 1);
         if wo.sync {
             self.log.sync_to(end)?;
@@ -852,13 +940,40 @@ impl Inner {
         Ok(())
     }
 
-    pub(crate) fn get_into(&self, key: &[u8], out: &mut Vec<u8>, verify: bool) -> Result<bool> {
+    /// Registers a write with T1's visibility watermark until dropped.
+    fn begin_write(&self) -> WriteGuard<'_> {
+        let vs = self.t1.versions();
+        WriteGuard {
+            inner: self,
+            ticket: Some(vs.begin_write(|| self.log.tail_lsn())),
+        }
+    }
+
+    /// Read your writes: returns once the write with `seq` is visible, i.e.
+    /// once the writes begun before it are applied too (a T1 insert each).
+    /// Called with no lock held.
+    fn visible_after(&self, seq: u64) {
+        self.t1.versions().wait_visible(seq);
+    }
+
+    /// Reads `key` as of `at` (a registered seq), or as of now.
+    pub(crate) fn get_into(
+        &self,
+        key: &[u8],
+        out: &mut Vec<u8>,
+        verify: bool,
+        at: Option<u64>,
+    ) -> Result<bool> {
         out.clear();
         // A value relocated by defragment may have its old segment retired
         // between the index lookup and the read; the retry then finds the
         // new location. Two misses in a row cannot be a race.
         for _ in 0..3 {
-            let Some(e) = self.t1.get(key) else {
+            let e = match at {
+                Some(at) => self.t1.get_at(key, at),
+                None => self.t1.get_visible(key),
+            };
+            let Some(e) = e else {
                 return Ok(false);
             };
             match e.payload {
@@ -1072,6 +1187,19 @@ impl Inner {
             write_delay_us: self.throttle.delay_ns.load(Ordering::Relaxed) / 1000,
             background_errors: self.bg_errors.count(),
             last_background_error: self.bg_errors.last(),
+            snapshots: {
+                let (n, _) = self.t1.versions().snapshots();
+                n as u64
+            },
+            oldest_snapshot_age_ms: self
+                .t1
+                .versions()
+                .snapshots()
+                .1
+                .map_or(0, |d| d.as_millis() as u64),
+            snapshot_versions: self.t1.versions().store_size().0 as u64,
+            snapshot_pinned_bytes: self.t1.versions().store_size().1
+                + self.snapshot_pinned_bytes.load(Ordering::Relaxed),
         }
     }
 }

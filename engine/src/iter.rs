@@ -53,10 +53,15 @@ enum Value {
 /// Values of stored entries are borrowed straight from the mapping
 /// (zero-copy); the iterator keeps the segment alive while on it.
 ///
-/// It reads T1 live: it is not a snapshot. Each entry it lands on is the
-/// latest version at that moment.
+/// It reads the database as of its creation (or of the snapshot it was
+/// given), as a RocksDB iterator does: later writes are not seen, and a batch
+/// is seen whole or not at all.
 pub struct Iter<'a> {
     inner: &'a Inner,
+    /// The read seq, registered by this iterator when `own` (else by the
+    /// caller's snapshot).
+    at: u64,
+    own: bool,
     cur: Cursor<'a>,
     bounds: Bounds,
     valid: bool,
@@ -100,11 +105,15 @@ const AHEAD_COALESCE: u64 = 16 * 1024;
 const AHEAD_LARGE_VALUE: u64 = 4096;
 
 impl<'a> Iter<'a> {
-    pub(crate) fn new(inner: &'a Inner, bounds: Bounds, verify: bool) -> Self {
+    pub(crate) fn new(inner: &'a Inner, bounds: Bounds, verify: bool, at: Option<u64>) -> Self {
+        let own = at.is_none();
+        let at = at.unwrap_or_else(|| inner.t1.versions().register());
         Iter {
             verify,
             inner,
-            cur: inner.t1.cursor(),
+            at,
+            own,
+            cur: inner.t1.cursor_at(at),
             bounds,
             valid: false,
             value: Value::None,
@@ -128,7 +137,7 @@ impl<'a> Iter<'a> {
     /// bounds (see `crate::t2::readahead`). A second cursor walks T1, which
     /// is in RAM; only the values' pages may be cold.
     fn read_ahead(&mut self) {
-        let mut c = self.inner.t1.cursor();
+        let mut c = self.inner.t1.cursor_at(self.at);
         c.seek(self.cur.key());
         let mut segs: Vec<Arc<Segment>> = Vec::new();
         let mut values = Vec::with_capacity(self.ahead_window);
@@ -340,7 +349,7 @@ impl<'a> Iter<'a> {
                         return Some(true);
                     }
                     // Relocated and retired meanwhile: look the key up again.
-                    match self.inner.t1.get(self.cur.key()) {
+                    match self.inner.t1.get_at(self.cur.key(), self.at) {
                         Some(e) => payload = e.payload,
                         None => return Some(false),
                     }
@@ -351,5 +360,13 @@ impl<'a> Iter<'a> {
             "the index points at a removed segment".into(),
         ));
         None
+    }
+}
+
+impl Drop for Iter<'_> {
+    fn drop(&mut self) {
+        if self.own {
+            self.inner.t1.versions().unregister(self.at);
+        }
     }
 }

@@ -134,6 +134,15 @@ pub struct Statistics {
     pub background_errors: u64,
     /// The last such failure.
     pub last_background_error: Option<String>,
+    /// Snapshots held (explicit ones and open iterators).
+    pub snapshots: u64,
+    /// Age of the oldest one, in milliseconds.
+    pub oldest_snapshot_age_ms: u64,
+    /// Old versions kept for them.
+    pub snapshot_versions: u64,
+    /// Bytes they pin: values of kept versions, plus emptied segments not
+    /// retired because snapshots were held.
+    pub snapshot_pinned_bytes: u64,
 }
 
 impl fmt::Display for Statistics {
@@ -192,6 +201,14 @@ impl fmt::Display for Statistics {
             f,
             "write throttle: rate_limit={} delayed_writes={} delay_us={}",
             self.write_rate_limit, self.delayed_writes, self.write_delay_us
+        )?;
+        writeln!(
+            f,
+            "snapshots: count={} oldest_age_ms={} versions={} pinned_bytes={}",
+            self.snapshots,
+            self.oldest_snapshot_age_ms,
+            self.snapshot_versions,
+            self.snapshot_pinned_bytes
         )?;
         writeln!(
             f,

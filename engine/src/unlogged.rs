@@ -137,7 +137,8 @@ impl Unlogged {
     /// Writes `puts` into the open region (opening one when there is none
     /// or the batch does not fit) and publishes them to T1. The caller
     /// holds the stripes of their keys, not the writer gate.
-    pub(crate) fn write(&self, inner: &Inner, puts: &[(&[u8], &[u8])]) -> Result<()> {
+    /// Returns the highest seq it gave a put.
+    pub(crate) fn write(&self, inner: &Inner, puts: &[(&[u8], &[u8])]) -> Result<u64> {
         let need: usize = puts
             .iter()
             .map(|(k, v)| packed::cost(k.len(), v.len()))
@@ -183,7 +184,9 @@ impl Unlogged {
                             inner.adjust(id, d);
                         }
                     };
+                    let mut last = 0;
                     for ((k, v), &(_, at)) in puts.iter().zip(&crcs) {
+                        last = lsn(seg.id, at as u32);
                         let value_off = at + crate::value_crc::VALUE_CRC_LEN;
                         let p = crate::apply::put_payload(
                             inner.opts.inline_values,
@@ -193,7 +196,7 @@ impl Unlogged {
                         );
                         crate::apply::upsert(&inner.t1, k, lsn(seg.id, at as u32), p, &adjust);
                     }
-                    return Ok(());
+                    return Ok(last);
                 }
                 self.seal_locked(inner, &mut cur)?;
             }

@@ -64,11 +64,7 @@ macro_rules! suite {
 }
 
 suite!(model, Harness::model(Fault::None));
-suite!(
-    vmemkv,
-    Harness::engine(vmemkv_compat::EngineKind::Vmemkv),
-    snapshots: {#[ignore = "issue 28: vmemkv has no snapshots yet; iterators read live and readers can see half a batch"]}
-);
+suite!(vmemkv, Harness::engine(vmemkv_compat::EngineKind::Vmemkv));
 #[cfg(feature = "rocksdb")]
 suite!(rocksdb, Harness::engine(vmemkv_compat::EngineKind::RocksDb));
 #[cfg(feature = "rocksdb")]

@@ -20,13 +20,12 @@
 //! (16 MiB with the default 64 MiB segments).
 //!
 //! # What concurrent readers see
-//! Reads go to the live index; there are no snapshots. A `write(batch)` is
-//! atomic across crashes (one log record, one checksum), but a concurrent
-//! reader or iterator **can observe half a batch**: its operations reach
-//! the index one by one. An iterator sees every key that exists throughout
-//! its life exactly once; keys written or deleted while it runs may or may
-//! not be seen. With `sync = true` a write is made durable before the call
-//! returns, but it may become visible to other threads slightly earlier.
+//! RocksDB's semantics (design.md §8): a `write(batch)` becomes visible
+//! all at once; an iterator, a multi-key `multi_get` and a `multi_scan` read
+//! the database as of their start; [`Db::snapshot`] is the engine's
+//! snapshot, released on drop (release it before closing the database).
+//! With `sync = true` a write is made durable before the call returns, but
+//! it may become visible to other threads slightly earlier.
 //! `disable_wal` puts may be lost in a crash until `flush`, close or a
 //! logged write, as in RocksDB: vmemkv packs them, values back to back,
 //! and writes their keys when the packed record is sealed.
@@ -147,8 +146,27 @@ impl VmemkvDb {
     }
 }
 
+/// The adapter's snapshot state: the engine's snapshot.
+type VSnap = vmemkv::Snapshot;
+
+impl VmemkvDb {
+    fn owner(&self) -> usize {
+        self as *const VmemkvDb as usize
+    }
+
+    /// The engine snapshot `ro` names, checked to be this database's.
+    fn snapshot_of<'s>(&self, ro: &'s ReadOptions) -> Result<Option<&'s VSnap>> {
+        ro.snapshot
+            .as_ref()
+            .map(|s| s.downcast::<VSnap>("vmemkv", self.owner()))
+            .transpose()
+    }
+}
+
 struct VIter<'a> {
     it: vmemkv::Iter<'a>,
+    /// The snapshot `it` reads, kept alive (declared after, dropped after).
+    _snapshot: Option<crate::Snapshot>,
 }
 
 impl DbIterator for VIter<'_> {
@@ -184,23 +202,27 @@ impl DbIterator for VIter<'_> {
     }
 }
 
-struct VMultiScan<'a>(vmemkv::multiscan::MultiScanIter<'a>);
+/// The scan, and the snapshot it reads (kept alive; dropped after it).
+struct VMultiScan<'a> {
+    it: vmemkv::multiscan::MultiScanIter<'a>,
+    _snapshot: Option<crate::Snapshot>,
+}
 
 impl MultiScan for VMultiScan<'_> {
     fn next_range(&mut self) -> Result<bool> {
-        self.0.next_range().map_err(map_err)
+        self.it.next_range().map_err(map_err)
     }
     fn next_entry(&mut self) -> Result<bool> {
-        self.0.next_entry().map_err(map_err)
+        self.it.next_entry().map_err(map_err)
     }
     fn range_index(&self) -> usize {
-        self.0.range_index()
+        self.it.range_index()
     }
     fn key(&self) -> &[u8] {
-        self.0.key()
+        self.it.key()
     }
     fn value(&self) -> &[u8] {
-        self.0.value()
+        self.it.value()
     }
 }
 
@@ -217,9 +239,19 @@ impl Db for VmemkvDb {
     }
 
     fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        self.db
-            .get_into_opt(key, out, opts.verify_checksums)
-            .map_err(map_err)
+        match self.snapshot_of(opts)? {
+            Some(s) => self.db.get_into_at(s, key, out, opts.verify_checksums),
+            None => self.db.get_into_opt(key, out, opts.verify_checksums),
+        }
+        .map_err(map_err)
+    }
+
+    fn snapshot(&self) -> Result<crate::Snapshot> {
+        Ok(crate::Snapshot::new(
+            "vmemkv",
+            self.owner(),
+            self.db.snapshot(),
+        ))
     }
 
     fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
@@ -247,8 +279,16 @@ impl Db for VmemkvDb {
             opts.iterate_lower_bound.as_deref(),
             opts.iterate_upper_bound.as_deref(),
         );
+        let it = match self.snapshot_of(opts)? {
+            Some(s) => self
+                .db
+                .iter_at(s, bounds, opts.verify_checksums)
+                .map_err(map_err)?,
+            None => self.db.iter_opt(bounds, opts.verify_checksums),
+        };
         Ok(Box::new(VIter {
-            it: self.db.iter_opt(bounds, opts.verify_checksums),
+            it,
+            _snapshot: opts.snapshot.clone(),
         }))
     }
 
@@ -280,8 +320,16 @@ impl Db for VmemkvDb {
             verify_checksums: opts.verify_checksums,
             ..Default::default()
         };
-        let it = self.db.multi_scan(&native).map_err(map_err)?;
-        Ok(Box::new(VMultiScan(it)))
+        let it = match self.snapshot_of(opts)? {
+            Some(s) => self.db.multi_scan_at(s, &native),
+            // One view for every range: the scan registers its own.
+            None => self.db.multi_scan(&native),
+        }
+        .map_err(map_err)?;
+        Ok(Box::new(VMultiScan {
+            it,
+            _snapshot: opts.snapshot.clone(),
+        }))
     }
 
     fn flush(&self) -> Result<()> {

@@ -193,7 +193,30 @@ pub(crate) fn checkpoint_and_retire(inner: &Inner, rep: &mut DefragReport) -> Re
         .collect();
     let p = inner.checkpoint()?;
     let (pseg, _) = split_lsn(p);
-    let ids: Vec<u32> = empty.iter().map(|s| s.id).filter(|&id| id < pseg).collect();
+    let mut ids: Vec<u32> = empty.iter().map(|s| s.id).filter(|&id| id < pseg).collect();
+    // Old versions a snapshot reads point into segments whose live count
+    // no longer includes them: keep every segment while any is held. The
+    // writes that emptied these segments are made visible first, so a
+    // snapshot taken after the check reads their versions, not the ones
+    // they replaced.
+    let vs = inner.t1.versions();
+    vs.wait_in_flight();
+    vs.prune();
+    if vs.oldest().is_some() || !vs.store_is_empty() {
+        let pinned: u64 = empty
+            .iter()
+            .filter(|s| ids.contains(&s.id))
+            .map(|s| s.size() as u64)
+            .sum();
+        inner
+            .snapshot_pinned_bytes
+            .store(pinned, std::sync::atomic::Ordering::Relaxed);
+        ids.clear();
+    } else {
+        inner
+            .snapshot_pinned_bytes
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+    }
     crate::failpoint::hit("defragment.before_retire");
     for s in inner.log.retire(&ids)? {
         rep.retired_segments.push(s.id);

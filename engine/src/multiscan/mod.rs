@@ -25,7 +25,7 @@
 //!
 //! **Semantics** (RocksDB's): ranges in increasing start order, results
 //! range by range, key by key; validation as [`MultiScanArgs::validate`].
-//! Like `Iter`, a scan reads T1 live; it is not a snapshot. Values are never
+//! Like `Iter`, a scan reads T1 as of one seq (its own registration, or a snapshot's). Values are never
 //! torn: log records are immutable once written, and the scan holds an
 //! `Arc` of every segment it read a locator from, so a value is always
 //! bytes that were written to its key.
@@ -400,6 +400,8 @@ pub struct MultiScanIter<'a> {
     t1: &'a T1,
     log: &'a Log,
     cursor: Cursor<'a>,
+    /// The one view every range reads (design.md §8).
+    _view: crate::t1::ReadReg<'a>,
     segs: SegTable,
     ranges: Vec<RangeState>,
     io: Option<Io>,
@@ -441,7 +443,7 @@ fn min_upper(a: Option<&[u8]>, b: Option<&[u8]>) -> Option<Vec<u8>> {
 /// before this returns. [`BufferMode::Auto`] is resolved by the size of the
 /// log (see [`BufferMode`]).
 pub fn multi_scan<'a>(t1: &'a T1, log: &'a Log, args: &MultiScanArgs) -> Result<MultiScanIter<'a>> {
-    multi_scan_with(t1, log, args, BufferMode::Auto)
+    multi_scan_with(t1, log, args, BufferMode::Auto, None)
 }
 
 /// [`multi_scan`], with `default_mode` used when `args.buffer_mode` is
@@ -451,8 +453,10 @@ pub(crate) fn multi_scan_with<'a>(
     log: &'a Log,
     args: &MultiScanArgs,
     default_mode: BufferMode,
+    at: Option<u64>,
 ) -> Result<MultiScanIter<'a>> {
     args.validate()?;
+    let view = crate::t1::ReadReg::new(t1.versions(), at);
     let ranges = args
         .ranges
         .iter()
@@ -506,7 +510,8 @@ pub(crate) fn multi_scan_with<'a>(
     let mut ms = MultiScanIter {
         t1,
         log,
-        cursor: t1.cursor(),
+        cursor: t1.cursor_at(view.at),
+        _view: view,
         segs: SegTable::default(),
         ranges,
         io,

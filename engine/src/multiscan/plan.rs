@@ -157,7 +157,7 @@ pub(crate) fn resolve(
             break;
         }
         let key = cur.key();
-        if let Some(val) = locate(t1, log, segs, key, cur.entry().payload)? {
+        if let Some(val) = locate(t1, log, segs, key, cur.entry().payload, cur.read_at())? {
             if let Val::Stored { len, .. } = val {
                 bytes += u64::from(len);
             }
@@ -189,6 +189,7 @@ fn locate(
     segs: &mut SegTable,
     key: &[u8],
     mut payload: Payload,
+    at: Option<u64>,
 ) -> Result<Option<Val>> {
     for _ in 0..3 {
         match payload {
@@ -215,7 +216,11 @@ fn locate(
                         in_one: false,
                     }));
                 }
-                match t1.get(key) {
+                let again = match at {
+                    Some(at) => t1.get_at(key, at),
+                    None => t1.get(key),
+                };
+                match again {
                     Some(e) => payload = e.payload,
                     None => return Ok(None),
                 }

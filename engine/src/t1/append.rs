@@ -9,12 +9,22 @@ use super::entry::Rec;
 
 /// One entry, updated in place under a seqlock so a replaced key never disappears from
 /// the skip list (crossbeam's replacing insert unlinks the old node first).
+///
+/// It also keeps the version it replaced (`p*`, read under the same seqlock): a
+/// reader at a seq below the current version's reads that one (see `versions.rs`).
 pub(crate) struct Slot {
     ver: AtomicU64,
     seq: AtomicU64,
     a: AtomicU64,
     b: AtomicU64,
+    pseq: AtomicU64,
+    pa: AtomicU64,
+    /// [`NO_PREV`] when there is no previous version.
+    pb: AtomicU64,
 }
+
+/// `pb` of a slot without a previous version (no record tag is all ones).
+const NO_PREV: u64 = u64::MAX;
 
 #[inline]
 pub(crate) fn backoff(spins: &mut u32) {
@@ -33,6 +43,36 @@ impl Slot {
             seq: AtomicU64::new(r.seq),
             a: AtomicU64::new(r.a),
             b: AtomicU64::new(r.b),
+            pseq: AtomicU64::new(0),
+            pa: AtomicU64::new(0),
+            pb: AtomicU64::new(NO_PREV),
+        }
+    }
+
+    /// The current record and the one it replaced, read together.
+    #[inline]
+    pub fn read2(&self) -> (Rec, Option<Rec>) {
+        let mut spins = 0;
+        loop {
+            let v1 = self.ver.load(Ordering::Acquire);
+            if v1 & 1 == 0 {
+                let r = Rec {
+                    seq: self.seq.load(Ordering::Relaxed),
+                    a: self.a.load(Ordering::Relaxed),
+                    b: self.b.load(Ordering::Relaxed),
+                };
+                let pb = self.pb.load(Ordering::Relaxed);
+                let p = Rec {
+                    seq: self.pseq.load(Ordering::Relaxed),
+                    a: self.pa.load(Ordering::Relaxed),
+                    b: pb,
+                };
+                fence(Ordering::Acquire);
+                if self.ver.load(Ordering::Relaxed) == v1 {
+                    return (r, (pb != NO_PREV).then_some(p));
+                }
+            }
+            backoff(&mut spins);
         }
     }
 
@@ -61,6 +101,18 @@ impl Slot {
     /// Atomically replaces the record with `f(current)` when `f` returns `Some`.
     /// Returns the record seen and whether it was replaced.
     pub fn update(&self, f: impl FnOnce(Rec) -> Option<Rec>) -> (Rec, bool) {
+        self.update_keeping(f, |_, _| {})
+    }
+
+    /// [`Slot::update`] that keeps the replaced record as the previous version
+    /// when the new one has a higher seq. The previous version it displaces is
+    /// passed to `displaced(old_prev, its_successor_seq)` first, while readers
+    /// still see the old state (the caller spills it if a reader needs it).
+    pub fn update_keeping(
+        &self,
+        f: impl FnOnce(Rec) -> Option<Rec>,
+        displaced: impl FnOnce(Rec, u64),
+    ) -> (Rec, bool) {
         let mut spins = 0;
         let v = loop {
             let v = self.ver.load(Ordering::Relaxed);
@@ -82,6 +134,20 @@ impl Slot {
         };
         let new = f(cur);
         if let Some(n) = new {
+            if n.seq > cur.seq {
+                let pb = self.pb.load(Ordering::Relaxed);
+                if pb != NO_PREV {
+                    let p = Rec {
+                        seq: self.pseq.load(Ordering::Relaxed),
+                        a: self.pa.load(Ordering::Relaxed),
+                        b: pb,
+                    };
+                    displaced(p, cur.seq);
+                }
+                self.pseq.store(cur.seq, Ordering::Relaxed);
+                self.pa.store(cur.a, Ordering::Relaxed);
+                self.pb.store(cur.b, Ordering::Relaxed);
+            }
             self.seq.store(n.seq, Ordering::Relaxed);
             self.a.store(n.a, Ordering::Relaxed);
             self.b.store(n.b, Ordering::Relaxed);
@@ -259,18 +325,28 @@ impl AppendMap {
         self.map.get(key).map(|e| e.value().read())
     }
 
+    /// The current record for `key` and the one it replaced.
+    #[inline]
+    pub fn get2(&self, key: &[u8]) -> Option<(Rec, Option<Rec>)> {
+        if self.map.is_empty() {
+            return None;
+        }
+        self.map.get(key).map(|e| e.value().read2())
+    }
+
     /// Inserts `rec` if absent; otherwise lets `decide` replace the existing record.
     pub fn upsert(
         &self,
         key: &[u8],
         rec: Rec,
         decide: impl FnOnce(Rec) -> Option<Rec>,
+        displaced: impl FnOnce(Rec, u64),
     ) -> MapInsert {
         if let Some(e) = self.map.get(key) {
-            let (old, replaced) = e.value().update(decide);
+            let (old, replaced) = e.value().update_keeping(decide, displaced);
             return MapInsert::Existing(old, replaced);
         }
-        self.insert_new(key, rec, decide)
+        self.insert_new(key, rec, decide, displaced)
     }
 
     /// Like [`AppendMap::upsert`] for a key the caller just found absent: skips the
@@ -280,6 +356,7 @@ impl AppendMap {
         key: &[u8],
         rec: Rec,
         decide: impl FnOnce(Rec) -> Option<Rec>,
+        displaced: impl FnOnce(Rec, u64),
     ) -> MapInsert {
         let existed = std::cell::Cell::new(false);
         let e = self.map.compare_insert(key.into(), Slot::new(rec), |_| {
@@ -289,7 +366,7 @@ impl AppendMap {
         // Keys are never removed from an append map, so once the comparison ran the key
         // was present for good and our slot was dropped.
         if existed.get() {
-            let (old, replaced) = e.value().update(decide);
+            let (old, replaced) = e.value().update_keeping(decide, displaced);
             MapInsert::Existing(old, replaced)
         } else {
             MapInsert::Inserted
@@ -333,10 +410,10 @@ mod tests {
     fn upsert_reports_insert_then_existing() {
         let m = AppendMap::new();
         assert!(matches!(
-            m.upsert(b"k", rec(1), |_| None),
+            m.upsert(b"k", rec(1), |_| None, |_, _| {}),
             MapInsert::Inserted
         ));
-        match m.upsert(b"k", rec(2), |o| (o.seq <= 2).then_some(rec(2))) {
+        match m.upsert(b"k", rec(2), |o| (o.seq <= 2).then_some(rec(2)), |_, _| {}) {
             MapInsert::Existing(old, true) => assert_eq!(old, rec(1)),
             _ => panic!("expected replace"),
         }

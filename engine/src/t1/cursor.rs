@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use super::append::AppendMap;
 use super::entry::{Entry, Rec};
-use super::shard::{Directory, ShardState};
+use super::shard::{resolve, Directory, ShardState};
+use super::versions::Versions;
 use super::T1;
 
 #[derive(Default)]
@@ -22,6 +23,7 @@ struct MapHead {
     valid: bool,
     key: Vec<u8>,
     rec: Rec,
+    prev: Option<Rec>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -35,7 +37,12 @@ enum Src {
 /// Cursor over live entries (tombstones hidden) in bytewise key order.
 /// Not valid until positioned by a seek.
 pub struct Cursor<'a> {
-    _t1: std::marker::PhantomData<&'a T1>,
+    vs: &'a Versions,
+    /// Read as of this seq (registered by the caller); `None`: the newest
+    /// version of each key, whatever its visibility (maintenance's view).
+    at: Option<u64>,
+    /// The version at the cursor when reading at `at`.
+    resolved: Rec,
     dir: Arc<Directory>,
     shard: usize,
     st: Option<Arc<ShardState>>,
@@ -57,7 +64,7 @@ fn set_head(
         Some(e) if **e.key() >= *lo && hi.is_none_or(|h| **e.key() < *h) => {
             h.key.clear();
             h.key.extend_from_slice(e.key());
-            h.rec = e.value().read();
+            (h.rec, h.prev) = e.value().read2();
             h.valid = true;
         }
         _ => h.valid = false,
@@ -94,9 +101,11 @@ fn map_seek(m: &AppendMap, h: &mut MapHead, pos: Pos<'_>, lo: &[u8], hi: Option<
 }
 
 impl<'a> Cursor<'a> {
-    pub(crate) fn new(_t1: &'a T1, dir: Arc<Directory>) -> Cursor<'a> {
+    pub(crate) fn new(t1: &'a T1, dir: Arc<Directory>, at: Option<u64>) -> Cursor<'a> {
         Cursor {
-            _t1: std::marker::PhantomData,
+            vs: t1.versions(),
+            at,
+            resolved: Rec::default(),
             dir,
             shard: 0,
             st: None,
@@ -107,6 +116,11 @@ impl<'a> Cursor<'a> {
             forward: true,
             scratch: Vec::new(),
         }
+    }
+
+    /// The seq it reads at, if any (see [`T1::cursor_at`]).
+    pub fn read_at(&self) -> Option<u64> {
+        self.at
     }
 
     /// True if positioned on an entry.
@@ -121,8 +135,34 @@ impl<'a> Cursor<'a> {
 
     /// Entry at the cursor; [`Entry::INVALID`] (a tombstone) when not valid.
     pub fn entry(&self) -> Entry {
+        if !self.valid() {
+            return Entry::INVALID;
+        }
+        if self.at.is_some() {
+            return self.resolved.decode();
+        }
         self.head_rec(self.cur)
             .map_or(Entry::INVALID, |r| r.decode())
+    }
+
+    /// The version of the current key visible at `at`, from every head on
+    /// it (active, frozen, sorted: newest region first) and the store.
+    fn resolve_at(&self, at: u64) -> Option<Rec> {
+        let key = self.head_key(self.cur)?;
+        let on = |s: Src| self.head_key(s) == Some(key);
+        let mut v: [Option<Rec>; 5] = [None; 5];
+        if on(Src::Active) {
+            v[0] = Some(self.act.rec);
+            v[1] = self.act.prev;
+        }
+        if on(Src::Frozen) {
+            v[2] = Some(self.frz.rec);
+            v[3] = self.frz.prev;
+        }
+        if on(Src::Sorted) {
+            v[4] = self.head_rec(Src::Sorted);
+        }
+        resolve(key, at, v.into_iter().flatten(), self.vs).rec
     }
 
     fn head_key(&self, s: Src) -> Option<&[u8]> {
@@ -245,7 +285,12 @@ impl<'a> Cursor<'a> {
                 }
             }
             self.cur = best;
-            if self.head_rec(best).is_some_and(|r| !r.is_tombstone()) {
+            if let Some(at) = self.at {
+                if let Some(r) = self.resolve_at(at).filter(|r| !r.is_tombstone()) {
+                    self.resolved = r;
+                    return;
+                }
+            } else if self.head_rec(best).is_some_and(|r| !r.is_tombstone()) {
                 return;
             }
             self.step();
@@ -315,9 +360,14 @@ impl<'a> Cursor<'a> {
             return false;
         };
         let j = i + 1;
-        if j < st.sorted_hi && !st.sorted.rec(j).is_tombstone() {
-            self.srt = Some(j);
-            return true;
+        if j < st.sorted_hi {
+            let r = st.sorted.rec(j);
+            // The only version of its key here; below `at` it is the answer.
+            if !r.is_tombstone() && self.at.is_none_or(|at| r.seq < at) {
+                self.srt = Some(j);
+                self.resolved = r;
+                return true;
+            }
         }
         false
     }

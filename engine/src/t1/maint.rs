@@ -9,10 +9,15 @@ use std::time::{Duration, Instant};
 use super::append::AppendMap;
 use super::shard::{Directory, Shard, ShardState};
 use super::sorted::{Sorted, SortedBuilder};
+use super::versions::Versions;
 use super::{Inner, T1Event};
 
 /// How a merge builds its output.
-pub(crate) struct MergeOpts {
+pub(crate) struct MergeOpts<'a> {
+    /// Versions the merge drops go here if a reader still needs them; the
+    /// merge also waits until every frozen version is visible, so that a read
+    /// at the watermark never needs one it drops.
+    pub versions: &'a Versions,
     pub bloom_bits: u32,
     /// Tombstones with `seq <= tombstone_horizon` are dropped (nothing lies below the
     /// sorted region for them to hide); newer ones are kept so a delayed older write
@@ -29,8 +34,9 @@ pub(crate) fn merge(
     shi: usize,
     lo: &[u8],
     hi: Option<&[u8]>,
-    opts: &MergeOpts,
+    opts: &MergeOpts<'_>,
 ) -> Sorted {
+    let vs = opts.versions;
     let keep = |r: &super::entry::Rec| !r.is_tombstone() || r.seq > opts.tombstone_horizon;
     use std::ops::Bound;
     let range = (
@@ -63,11 +69,18 @@ pub(crate) fn merge(
                         i += 1;
                     }
                     ord => {
-                        let mut r = fe.value().read();
+                        let (c, p) = fe.value().read2();
+                        vs.wait_visible(c.seq);
+                        let mut r = c;
+                        if let Some(p) = p {
+                            vs.spill(fk, p, c.seq);
+                        }
                         if ord == Some(std::cmp::Ordering::Equal) {
                             let sr = sorted.rec(i);
                             if sr.seq > r.seq {
                                 r = sr;
+                            } else {
+                                vs.spill(fk, sr, p.map_or(c.seq, |p| p.seq));
                             }
                             i += 1;
                         }
@@ -132,8 +145,15 @@ impl Inner {
             &shard.lo,
             shard.hi(),
             &MergeOpts {
+                versions: &self.versions,
                 bloom_bits: self.cfg.bloom_bits_per_key,
-                tombstone_horizon: self.tombstone_horizon.load(Ordering::Acquire),
+                // A tombstone a registered reader does not see yet stays: it
+                // may hide a version that reader reads from the store.
+                tombstone_horizon: self.tombstone_horizon.load(Ordering::Acquire).min(
+                    self.versions
+                        .oldest()
+                        .map_or(u64::MAX, |o| o.saturating_sub(1)),
+                ),
             },
         );
         let n = merged.len();
@@ -152,6 +172,9 @@ impl Inner {
 
     /// Full reorganize of one shard: freeze, drain, merge, publish.
     pub(crate) fn reorganize_shard(&self, shard: &Shard) {
+        if !self.versions.store_is_empty() {
+            self.versions.prune();
+        }
         if shard.retired.load(Ordering::Acquire) {
             return;
         }

@@ -52,9 +52,16 @@
 //!
 //! # Cursors
 //! A cursor snapshots the directory when created and each shard's state when it enters
-//! that shard. It sees every key that exists throughout its life exactly once; writes
-//! that race with it may or may not be seen (it is not a snapshot). Holding a cursor
-//! keeps the regions of the shards it visits alive.
+//! that shard. A cursor made by [`T1::cursor_at`] reads every key as of a registered
+//! seq (see `versions.rs` and design.md §8): a point-in-time view. [`T1::cursor`]
+//! (maintenance's) reads each key's newest version instead: it sees every key that
+//! exists throughout its life exactly once, and writes that race with it may or may
+//! not be seen. Holding a cursor keeps the regions of the shards it visits alive.
+//!
+//! # Versions
+//! Reads at a seq, the visibility watermark and the old versions readers still need
+//! are in `versions.rs`: a slot keeps the version it replaced, and versions pushed
+//! out of T1 while a reader needs them wait in a store until it is done.
 
 mod append;
 mod bloom;
@@ -67,6 +74,7 @@ mod shard;
 mod sorted;
 #[cfg(test)]
 mod tests;
+mod versions;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -84,6 +92,7 @@ use append::AppendMap;
 use entry::Rec;
 use shard::{Directory, Shard, ShardState};
 use sorted::Sorted;
+pub(crate) use versions::{ReadReg, Versions, WriteTicket};
 
 /// Tuning of a [`T1`].
 #[derive(Clone, Debug)]
@@ -249,6 +258,22 @@ pub(crate) struct Inner {
     tombstone_horizon: AtomicU64,
     wake: Mutex<bool>,
     wake_cv: Condvar,
+    versions: Versions,
+}
+
+/// Keeps one T1's [`Versions`] alive (see [`T1::pin`]).
+#[derive(Clone)]
+pub(crate) struct VersionsPin(Arc<Inner>);
+
+impl VersionsPin {
+    pub(crate) fn versions(&self) -> &Versions {
+        &self.0.versions
+    }
+
+    /// Whether this pin came from `t1`.
+    pub(crate) fn of(&self, t1: &T1) -> bool {
+        Arc::ptr_eq(&self.0, &t1.inner)
+    }
 }
 
 /// The in-memory ordered index. `Send + Sync`; see the module docs for the rules.
@@ -276,6 +301,7 @@ impl T1 {
             tombstone_horizon: AtomicU64::new(u64::MAX),
             wake: Mutex::new(false),
             wake_cv: Condvar::new(),
+            versions: Versions::default(),
         });
         let bg = if background {
             let inner = inner.clone();
@@ -334,7 +360,57 @@ impl T1 {
     /// `Replaced` carries the previous entry, which may be a tombstone.
     pub fn upsert(&self, key: &[u8], entry: Entry) -> Upsert {
         let fp = &self.inner.stats.bloom_fp;
-        self.with_writer(key, |st| st.upsert(key, entry, fp))
+        let vs = &self.inner.versions;
+        self.with_writer(key, |st| st.upsert(key, entry, vs, fp))
+    }
+
+    /// Visibility, snapshot registrations and old versions (design.md §8).
+    pub(crate) fn versions(&self) -> &Versions {
+        &self.inner.versions
+    }
+
+    /// A handle that keeps [`T1::versions`] alive without the index, for a
+    /// snapshot that may outlive a borrow of it.
+    pub(crate) fn pin(&self) -> VersionsPin {
+        VersionsPin(self.inner.clone())
+    }
+
+    /// The version of `key` a reader sees now: the newest whose write has
+    /// been applied in full (a batch is seen whole or not at all). `None` if
+    /// absent or deleted. Does not allocate or block.
+    #[inline]
+    pub fn get_visible(&self, key: &[u8]) -> Option<Entry> {
+        let vs = &self.inner.versions;
+        let fp = &self.inner.stats.bloom_fp;
+        loop {
+            let dir = self.inner.dir.load();
+            let shard = dir.shard_for(key)?;
+            let st = shard.state.load();
+            // The slot before the watermark: if its version is below the
+            // watermark read after it, it was the latest visible one then.
+            let top = st.active.get2(key);
+            let at = vs.visible_below();
+            let f = st.get_at(key, at, top, vs, fp);
+            // A version passed over that is visible now may have let the
+            // store drop the one this read needed: read again.
+            if f.skipped != u64::MAX && f.skipped < vs.visible_below() {
+                continue;
+            }
+            return f.rec.filter(|r| !r.is_tombstone()).map(|r| r.decode());
+        }
+    }
+
+    /// The version of `key` visible at `at`, a seq registered with
+    /// [`Versions::register`] (so nothing it needs is dropped).
+    #[inline]
+    pub fn get_at(&self, key: &[u8], at: u64) -> Option<Entry> {
+        let vs = &self.inner.versions;
+        let dir = self.inner.dir.load();
+        let shard = dir.shard_for(key)?;
+        let st = shard.state.load();
+        let top = st.active.get2(key);
+        let f = st.get_at(key, at, top, vs, &self.inner.stats.bloom_fp);
+        f.rec.filter(|r| !r.is_tombstone()).map(|r| r.decode())
     }
 
     /// Defragmentation: points `key` at `new` only if its entry is still
@@ -381,7 +457,13 @@ impl T1 {
     /// A cursor over live entries in bytewise key order, positioned nowhere (not valid)
     /// until a seek.
     pub fn cursor(&self) -> Cursor<'_> {
-        Cursor::new(self, self.inner.dir.load_full())
+        Cursor::new(self, self.inner.dir.load_full(), None)
+    }
+
+    /// A cursor reading as of `at`, a seq registered with
+    /// [`Versions::register`] by the caller for the cursor's life.
+    pub fn cursor_at(&self, at: u64) -> Cursor<'_> {
+        Cursor::new(self, self.inner.dir.load_full(), Some(at))
     }
 
     /// Merges every shard's append region into its sorted region (blocking the caller,

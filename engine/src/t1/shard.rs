@@ -9,6 +9,46 @@ use super::append::{AppendMap, MapInsert};
 use super::bloom::hash_key;
 use super::entry::{Entry, Rec, Upsert};
 use super::sorted::Sorted;
+use super::versions::Versions;
+
+/// What a read at a seq found in a shard's regions.
+pub(crate) struct Found {
+    /// The newest version visible at the read seq, tombstones included.
+    pub rec: Option<Rec>,
+    /// The lowest seq of a newer version the read passed over (`u64::MAX`:
+    /// none), for [`Versions`]' retry rule.
+    pub skipped: u64,
+}
+
+/// Picks, from a key's versions in the regions (newest region first, each
+/// newest version first), the newest one with `seq < at`; consults the store
+/// only when it passed over a newer one.
+pub(crate) fn resolve<I: IntoIterator<Item = Rec>>(
+    key: &[u8],
+    at: u64,
+    versions: I,
+    vs: &Versions,
+) -> Found {
+    let mut skipped = u64::MAX;
+    let mut rec = None;
+    for r in versions {
+        if r.seq < at {
+            rec = Some(r);
+            break;
+        }
+        skipped = skipped.min(r.seq);
+    }
+    if skipped != u64::MAX {
+        if let Some(old) = vs.lookup(key, at) {
+            // On a tie the stored copy wins: it left an upper region, so it
+            // is the same version at its newer (relocated) location.
+            if rec.is_none_or(|r: Rec| old.seq >= r.seq) {
+                rec = Some(old);
+            }
+        }
+    }
+    Found { rec, skipped }
+}
 
 /// An immutable snapshot of a shard's regions. Maintenance publishes a new one; readers
 /// and writers work on whichever snapshot they loaded.
@@ -73,6 +113,59 @@ impl ShardState {
         s.find(key).map(|i| s.rec(i))
     }
 
+    /// The versions of `key` below the active region, newest first: the
+    /// frozen slot's two, then the sorted record.
+    fn lower_versions(&self, key: &[u8], fp: &std::sync::atomic::AtomicU64) -> [Option<Rec>; 3] {
+        let (mut fc, mut fpv) = (None, None);
+        if let Some(f) = &self.frozen {
+            if let Some((c, p)) = f.get2(key) {
+                fc = Some(c);
+                fpv = p;
+            }
+        }
+        let s = &*self.sorted;
+        let sr = if self.sorted_hi == self.sorted_lo {
+            None
+        } else if s.bloom_enabled() {
+            if s.may_contain_hash(hash_key(key)) {
+                let r = s.find(key).map(|i| s.rec(i));
+                if r.is_none() {
+                    fp.fetch_add(1, Ordering::Relaxed);
+                }
+                r
+            } else {
+                None
+            }
+        } else {
+            s.find(key).map(|i| s.rec(i))
+        };
+        [fc, fpv, sr]
+    }
+
+    /// The version of `key` visible at `at` (tombstones included). `top` is
+    /// the active slot's pair, already read (a read without a registered seq
+    /// reads it before loading the watermark).
+    pub fn get_at(
+        &self,
+        key: &[u8],
+        at: u64,
+        top: Option<(Rec, Option<Rec>)>,
+        vs: &Versions,
+        fp: &std::sync::atomic::AtomicU64,
+    ) -> Found {
+        if let Some((c, _)) = top {
+            if c.seq < at {
+                return Found {
+                    rec: Some(c),
+                    skipped: u64::MAX,
+                };
+            }
+        }
+        let (c, p) = top.map_or((None, None), |(c, p)| (Some(c), p));
+        let lower = self.lower_versions(key, fp);
+        resolve(key, at, [c, p].into_iter().chain(lower).flatten(), vs)
+    }
+
     /// The newest record for `key`, tombstones included.
     #[inline]
     pub fn get(&self, key: &[u8], fp: &std::sync::atomic::AtomicU64) -> Option<Rec> {
@@ -85,13 +178,22 @@ impl ShardState {
     /// Applies a write to this snapshot. The caller has registered in `active` and
     /// waited until `frozen` is settled for this key, so the key's records in every
     /// region below `active` are immutable here.
-    pub fn upsert(&self, key: &[u8], entry: Entry, fp: &std::sync::atomic::AtomicU64) -> Upsert {
+    pub fn upsert(
+        &self,
+        key: &[u8],
+        entry: Entry,
+        vs: &Versions,
+        fp: &std::sync::atomic::AtomicU64,
+    ) -> Upsert {
         let new = Rec::encode(&entry);
         let decide = |old: Rec| (entry.seq >= old.seq).then_some(new);
+        // A slot's previous version, pushed out by this write, goes to the
+        // store if a reader may still need it.
+        let displaced = |old: Rec, succ: u64| vs.spill(key, old, succ);
         if !self.active.is_empty() {
             if let Some(e) = self.active.map.get(key) {
                 // An active entry supersedes every region below it.
-                return match e.value().update(decide) {
+                return match e.value().update_keeping(decide, displaced) {
                     (old, true) => Upsert::Replaced(old.decode()),
                     (_, false) => Upsert::Stale,
                 };
@@ -103,7 +205,7 @@ impl ShardState {
                 return Upsert::Stale;
             }
         }
-        match self.active.insert_new(key, new, decide) {
+        match self.active.insert_new(key, new, decide, displaced) {
             MapInsert::Inserted => match lower {
                 Some(l) => Upsert::Replaced(l.decode()),
                 None => Upsert::Inserted,
@@ -128,7 +230,7 @@ impl ShardState {
         if self.get_lower(key, fp) != Some(expect) {
             return false;
         }
-        match self.active.upsert(key, new, decide) {
+        match self.active.upsert(key, new, decide, |_, _| {}) {
             MapInsert::Inserted => true,
             MapInsert::Existing(_, replaced) => replaced,
         }

@@ -1,0 +1,335 @@
+//! Multi-version reads: which writes are visible, which snapshots are held,
+//! and the old versions they still need (design.md §8).
+//!
+//! * [`Versions::visible_below`]: every write with `seq <` it has been applied
+//!   to T1 in full. Writers register a lower bound of their seq before they
+//!   take one ([`Versions::begin_write`]) and drop it after applying; a batch's
+//!   one seq therefore crosses the watermark at one instant.
+//! * Snapshots register the watermark they read at ([`Versions::register`]).
+//! * The store keeps versions displaced from T1's regions while a reader may
+//!   still need them ([`Versions::needed`]), keyed `(key, seq)` newest first.
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use crossbeam_skiplist::SkipMap;
+use parking_lot::Mutex;
+
+use super::entry::Rec;
+
+type StoreKey = (Box<[u8]>, Reverse<u64>);
+
+/// A displaced version and the seq of the version that replaced it.
+#[derive(Clone, Copy)]
+struct Old {
+    rec: Rec,
+    succ: u64,
+}
+
+#[derive(Default)]
+struct Writers {
+    /// Lower bounds of the seqs of writes being applied (multiset).
+    bounds: BTreeMap<u64, u32>,
+}
+
+#[derive(Default)]
+struct Snaps {
+    /// Registered read seqs (multiset) with the time of the oldest.
+    at: BTreeMap<u64, (u32, Option<Instant>)>,
+}
+
+/// Visibility, snapshot registry and old-version store of one T1.
+pub(crate) struct Versions {
+    visible: AtomicU64,
+    writers: Mutex<Writers>,
+    snaps: Mutex<Snaps>,
+    snap_count: AtomicUsize,
+    unlogged: AtomicUsize,
+    store: SkipMap<StoreKey, Old>,
+}
+
+/// A read seq registered for a scope: dropped, it unregisters (if it
+/// registered; a caller's snapshot registered its own).
+pub(crate) struct ReadReg<'a> {
+    vs: &'a Versions,
+    pub at: u64,
+    own: bool,
+}
+
+impl<'a> ReadReg<'a> {
+    /// `at` if given (already registered by the caller), else a new one.
+    pub fn new(vs: &'a Versions, at: Option<u64>) -> ReadReg<'a> {
+        match at {
+            Some(at) => ReadReg { vs, at, own: false },
+            None => ReadReg {
+                vs,
+                at: vs.register(),
+                own: true,
+            },
+        }
+    }
+}
+
+impl Drop for ReadReg<'_> {
+    fn drop(&mut self) {
+        if self.own {
+            self.vs.unregister(self.at);
+        }
+    }
+}
+
+/// A write in progress (see [`Versions::begin_write`]).
+#[must_use]
+pub(crate) struct WriteTicket(u64);
+
+impl Default for Versions {
+    fn default() -> Self {
+        Versions {
+            visible: AtomicU64::new(u64::MAX),
+            writers: Mutex::new(Writers::default()),
+            snaps: Mutex::new(Snaps::default()),
+            snap_count: AtomicUsize::new(0),
+            unlogged: AtomicUsize::new(0),
+            store: SkipMap::new(),
+        }
+    }
+}
+
+impl Versions {
+    /// Writes with `seq <` this are applied in full and visible.
+    #[inline]
+    pub fn visible_below(&self) -> u64 {
+        self.visible.load(Ordering::SeqCst)
+    }
+
+    /// Sets the watermark when no write is in flight (open, after recovery).
+    pub fn publish_all(&self, tail: u64) {
+        let w = self.writers.lock();
+        if w.bounds.is_empty() {
+            self.visible.store(tail, Ordering::SeqCst);
+        }
+    }
+
+    /// Registers a write whose seq will be `>= bound` (the log tail before
+    /// it reserves). `tail` is read again inside, under the lock.
+    pub fn begin_write(&self, bound: impl Fn() -> u64) -> WriteTicket {
+        let mut w = self.writers.lock();
+        let b = bound();
+        *w.bounds.entry(b).or_insert(0) += 1;
+        WriteTicket(b)
+    }
+
+    /// Ends the write of `t`; the watermark moves to the lowest bound still
+    /// registered, or to `tail()` (the log tail, no later reservation can
+    /// be below it) when none is.
+    pub fn end_write(&self, t: WriteTicket, tail: impl Fn() -> u64) {
+        let mut w = self.writers.lock();
+        if let Some(n) = w.bounds.get_mut(&t.0) {
+            *n -= 1;
+            if *n == 0 {
+                w.bounds.remove(&t.0);
+            }
+        }
+        let v = w.bounds.keys().next().copied().unwrap_or_else(tail);
+        self.visible.fetch_max(v, Ordering::SeqCst);
+    }
+
+    /// Waits until every write registered before this call is visible (not
+    /// for later ones; returns at once when none is in flight).
+    pub fn wait_in_flight(&self) {
+        let last = self.writers.lock().bounds.keys().next_back().copied();
+        if let Some(b) = last {
+            self.wait_visible(b);
+        }
+    }
+
+    /// Waits until every write with `seq <= seq` is visible.
+    pub fn wait_visible(&self, seq: u64) {
+        let mut spins = 0u32;
+        while self.visible_below() <= seq {
+            super::append::backoff(&mut spins);
+        }
+    }
+
+    /// An unlogged put (`unlogged.rs`) takes its seq from a region reserved
+    /// earlier, so it could land below a registered reader's seq after that
+    /// reader started. It may go ahead only while no reader is registered
+    /// (false: take the logged path); [`Versions::unlogged_leave`] after.
+    pub fn unlogged_enter(&self) -> bool {
+        self.unlogged.fetch_add(1, Ordering::SeqCst);
+        if self.snap_count.load(Ordering::SeqCst) == 0 {
+            return true;
+        }
+        self.unlogged.fetch_sub(1, Ordering::SeqCst);
+        false
+    }
+
+    /// Ends an unlogged put begun with [`Versions::unlogged_enter`].
+    pub fn unlogged_leave(&self) {
+        self.unlogged.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Registers a reader at the current watermark; returns its read seq.
+    pub fn register(&self) -> u64 {
+        // Counted before the watermark is read: a writer that then sees no
+        // snapshot loaded the watermark earlier, so this reader's is newer.
+        self.snap_count.fetch_add(1, Ordering::SeqCst);
+        // Unlogged puts that began before the count was seen finish first,
+        // so the watermark read below covers them (see `unlogged_enter`).
+        let mut spins = 0u32;
+        while self.unlogged.load(Ordering::SeqCst) != 0 {
+            super::append::backoff(&mut spins);
+        }
+        let mut s = self.snaps.lock();
+        let at = self.visible_below();
+        let e = s.at.entry(at).or_insert((0, None));
+        e.0 += 1;
+        e.1.get_or_insert_with(Instant::now);
+        at
+    }
+
+    /// Drops one registration of `at`.
+    pub fn unregister(&self, at: u64) {
+        let mut s = self.snaps.lock();
+        if let Some(e) = s.at.get_mut(&at) {
+            e.0 -= 1;
+            if e.0 == 0 {
+                s.at.remove(&at);
+            }
+        }
+        drop(s);
+        self.snap_count.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Registered readers, and the oldest one's age.
+    pub fn snapshots(&self) -> (usize, Option<std::time::Duration>) {
+        let s = self.snaps.lock();
+        let n = s.at.values().map(|e| e.0 as usize).sum();
+        let age = s.at.values().filter_map(|e| e.1).min().map(|t| t.elapsed());
+        (n, age)
+    }
+
+    /// The oldest registered read seq.
+    pub fn oldest(&self) -> Option<u64> {
+        if self.snap_count.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        self.snaps.lock().at.keys().next().copied()
+    }
+
+    /// Whether some reader may still need version `seq`, replaced by `succ`:
+    /// `succ` is not yet visible (readers at the watermark read `seq`), or a
+    /// registered reader reads at `S` with `seq < S <= succ`.
+    pub fn needed(&self, seq: u64, succ: u64) -> bool {
+        if succ >= self.visible_below() {
+            return true;
+        }
+        if self.snap_count.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        let s = self.snaps.lock();
+        s.at.range((Bound::Excluded(seq), Bound::Included(succ)))
+            .next()
+            .is_some()
+    }
+
+    /// Keeps `old` (replaced by a version with seq `succ`) if a reader may
+    /// need it. Call before the replacement becomes visible to readers.
+    pub fn spill(&self, key: &[u8], old: Rec, succ: u64) {
+        if old.seq < succ && self.needed(old.seq, succ) {
+            // A copy already here came from a region above this one: the
+            // same version at its newer (relocated) location, so it stays.
+            self.store
+                .get_or_insert((key.into(), Reverse(old.seq)), Old { rec: old, succ });
+        }
+    }
+
+    /// True if the store holds no version.
+    #[inline]
+    pub fn store_is_empty(&self) -> bool {
+        self.store.is_empty()
+    }
+
+    /// Versions the store holds, and their value bytes (stored values).
+    pub fn store_size(&self) -> (usize, u64) {
+        let mut bytes = 0u64;
+        for e in self.store.iter() {
+            let d = e.value().rec.decode();
+            if let super::entry::Payload::Stored(l) = d.payload {
+                bytes += u64::from(l.len);
+            }
+        }
+        (self.store.len(), bytes)
+    }
+
+    /// The newest stored version of `key` with `seq < at`.
+    pub fn lookup(&self, key: &[u8], at: u64) -> Option<Rec> {
+        if self.store.is_empty() || at == 0 {
+            return None;
+        }
+        let from: StoreKey = (key.into(), Reverse(at - 1));
+        let e = self.store.lower_bound(Bound::Included(&from))?;
+        (&*e.key().0 == key).then(|| e.value().rec)
+    }
+
+    /// Removes versions no reader needs any more; returns how many.
+    pub fn prune(&self) -> usize {
+        let mut n = 0;
+        for e in self.store.iter() {
+            let (seq, old) = (e.key().1 .0, *e.value());
+            if !self.needed(seq, old.succ) {
+                e.remove();
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn rec(seq: u64) -> Rec {
+        Rec { seq, a: seq, b: 1 }
+    }
+
+    #[test]
+    fn the_watermark_waits_for_the_lowest_writer() {
+        let v = Versions::default();
+        v.publish_all(100);
+        let a = v.begin_write(|| 100);
+        let b = v.begin_write(|| 150);
+        assert_eq!(v.visible_below(), 100);
+        v.end_write(b, || 200);
+        assert_eq!(v.visible_below(), 100, "a is still applying");
+        v.end_write(a, || 200);
+        assert_eq!(v.visible_below(), 200);
+    }
+
+    #[test]
+    fn spilled_versions_serve_registered_readers_until_pruned() {
+        let v = Versions::default();
+        v.publish_all(10);
+        let s = v.register();
+        assert_eq!(s, 10);
+        // Version 5 replaced by 20 (visible once the watermark passes 20).
+        let t = v.begin_write(|| 20);
+        v.spill(b"k", rec(5), 20);
+        v.end_write(t, || 30);
+        assert_eq!(v.lookup(b"k", s).map(|r| r.seq), Some(5));
+        assert_eq!(v.lookup(b"k", 5), None, "nothing older than 5");
+        assert_eq!(v.lookup(b"j", s), None);
+        assert_eq!(v.prune(), 0, "the reader at 10 needs it");
+        v.unregister(s);
+        assert_eq!(v.prune(), 1);
+        assert!(v.store_is_empty());
+        // Not needed at all: no reader between, successor visible.
+        v.spill(b"k", rec(21), 25);
+        assert!(v.store_is_empty());
+    }
+}

@@ -29,11 +29,9 @@ struct Old {
     succ: u64,
 }
 
-#[derive(Default)]
-struct Writers {
-    /// Lower bounds of the seqs of writes being applied (multiset).
-    bounds: BTreeMap<u64, u32>,
-}
+/// Slots of writes being applied: `bound + 1` (0 = free), where `bound` is
+/// the log tail read before the write reserved, so `bound <= seq`.
+const WRITERS: usize = 32;
 
 #[derive(Default)]
 struct Snaps {
@@ -44,7 +42,7 @@ struct Snaps {
 /// Visibility, snapshot registry and old-version store of one T1.
 pub(crate) struct Versions {
     visible: AtomicU64,
-    writers: Mutex<Writers>,
+    writers: [AtomicU64; WRITERS],
     snaps: Mutex<Snaps>,
     snap_count: AtomicUsize,
     unlogged: AtomicUsize,
@@ -81,21 +79,34 @@ impl Drop for ReadReg<'_> {
     }
 }
 
-/// A write in progress (see [`Versions::begin_write`]).
+/// A write in progress (see [`Versions::begin_write`]): its slot.
 #[must_use]
-pub(crate) struct WriteTicket(u64);
+pub(crate) struct WriteTicket(usize);
 
 impl Default for Versions {
     fn default() -> Self {
         Versions {
             visible: AtomicU64::new(u64::MAX),
-            writers: Mutex::new(Writers::default()),
+            writers: std::array::from_fn(|_| AtomicU64::new(0)),
             snaps: Mutex::new(Snaps::default()),
             snap_count: AtomicUsize::new(0),
             unlogged: AtomicUsize::new(0),
             store: SkipMap::new(),
         }
     }
+}
+
+/// A per-thread starting slot, so concurrent writers rarely try the same one.
+fn thread_slot() -> usize {
+    use std::cell::Cell;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local!(static SLOT: Cell<usize> = const { Cell::new(usize::MAX) });
+    SLOT.with(|s| {
+        if s.get() == usize::MAX {
+            s.set(NEXT.fetch_add(1, Ordering::Relaxed) % WRITERS);
+        }
+        s.get()
+    })
 }
 
 impl Versions {
@@ -107,42 +118,66 @@ impl Versions {
 
     /// Sets the watermark when no write is in flight (open, after recovery).
     pub fn publish_all(&self, tail: u64) {
-        let w = self.writers.lock();
-        if w.bounds.is_empty() {
+        if self.writers.iter().all(|w| w.load(Ordering::SeqCst) == 0) {
             self.visible.store(tail, Ordering::SeqCst);
         }
     }
 
-    /// Registers a write whose seq will be `>= bound` (the log tail before
-    /// it reserves). `tail` is read again inside, under the lock.
+    /// Registers a write whose seq will be `>= bound()` (the log tail, read
+    /// here, before the write reserves).
     pub fn begin_write(&self, bound: impl Fn() -> u64) -> WriteTicket {
-        let mut w = self.writers.lock();
         let b = bound();
-        *w.bounds.entry(b).or_insert(0) += 1;
-        WriteTicket(b)
+        let start = thread_slot();
+        let mut spins = 0u32;
+        loop {
+            for i in 0..WRITERS {
+                let idx = (start + i) % WRITERS;
+                if let Some(w) = self.writers.get(idx) {
+                    if w.compare_exchange(0, b + 1, Ordering::SeqCst, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        return WriteTicket(idx);
+                    }
+                }
+            }
+            // More writers in flight than slots: one finishes in a T1 insert.
+            super::append::backoff(&mut spins);
+        }
     }
 
-    /// Ends the write of `t`; the watermark moves to the lowest bound still
-    /// registered, or to `tail()` (the log tail, no later reservation can
-    /// be below it) when none is.
+    /// Ends the write of `t` and moves the watermark: to the lowest bound
+    /// still registered, or to the log tail when none is.
+    ///
+    /// The tail is read *before* the slots: a writer this scan misses
+    /// published its slot after the scan began, so it reserved after the
+    /// tail was read and its seq is at least that tail. Every value this
+    /// computes is therefore at most the seq of any write in flight then
+    /// or later, and the largest of them is kept.
     pub fn end_write(&self, t: WriteTicket, tail: impl Fn() -> u64) {
-        let mut w = self.writers.lock();
-        if let Some(n) = w.bounds.get_mut(&t.0) {
-            *n -= 1;
-            if *n == 0 {
-                w.bounds.remove(&t.0);
+        if let Some(w) = self.writers.get(t.0) {
+            w.store(0, Ordering::SeqCst);
+        }
+        let mut v = tail();
+        for w in &self.writers {
+            let b = w.load(Ordering::SeqCst);
+            if b != 0 {
+                v = v.min(b - 1);
             }
         }
-        let v = w.bounds.keys().next().copied().unwrap_or_else(tail);
         self.visible.fetch_max(v, Ordering::SeqCst);
     }
 
     /// Waits until every write registered before this call is visible (not
     /// for later ones; returns at once when none is in flight).
     pub fn wait_in_flight(&self) {
-        let last = self.writers.lock().bounds.keys().next_back().copied();
-        if let Some(b) = last {
-            self.wait_visible(b);
+        let last = self
+            .writers
+            .iter()
+            .map(|w| w.load(Ordering::SeqCst))
+            .max()
+            .unwrap_or(0);
+        if last != 0 {
+            self.wait_visible(last - 1);
         }
     }
 

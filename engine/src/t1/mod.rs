@@ -401,7 +401,7 @@ impl T1 {
     }
 
     /// The version of `key` visible at `at`, a seq registered with
-    /// [`Versions::register`] (so nothing it needs is dropped).
+    /// `Versions::register` (so nothing it needs is dropped).
     #[inline]
     pub fn get_at(&self, key: &[u8], at: u64) -> Option<Entry> {
         let vs = &self.inner.versions;
@@ -461,7 +461,7 @@ impl T1 {
     }
 
     /// A cursor reading as of `at`, a seq registered with
-    /// [`Versions::register`] by the caller for the cursor's life.
+    /// `Versions::register` by the caller for the cursor's life.
     pub fn cursor_at(&self, at: u64) -> Cursor<'_> {
         Cursor::new(self, self.inner.dir.load_full(), Some(at))
     }

@@ -244,7 +244,7 @@ impl Segment {
         self.direct().map(|(f, _)| f)
     }
 
-    /// The offset and length alignment of [`Self::direct_file`] reads:
+    /// The offset and length alignment of `direct_file` reads:
     /// 512 where the device's logical blocks allow it, else a page.
     pub fn direct_align(&self) -> usize {
         self.direct().map_or(DIRECT_ALIGN_MAX, |&(_, a)| a)

@@ -96,6 +96,12 @@ impl ShardState {
                 return Some(r);
             }
         }
+        self.sorted_rec(key, fp)
+    }
+
+    /// The sorted region's record for `key` (Bloom filter first).
+    #[inline]
+    fn sorted_rec(&self, key: &[u8], fp: &std::sync::atomic::AtomicU64) -> Option<Rec> {
         let s = &*self.sorted;
         if self.sorted_hi == self.sorted_lo {
             return None;
@@ -111,35 +117,6 @@ impl ShardState {
             return r;
         }
         s.find(key).map(|i| s.rec(i))
-    }
-
-    /// The versions of `key` below the active region, newest first: the
-    /// frozen slot's two, then the sorted record.
-    fn lower_versions(&self, key: &[u8], fp: &std::sync::atomic::AtomicU64) -> [Option<Rec>; 3] {
-        let (mut fc, mut fpv) = (None, None);
-        if let Some(f) = &self.frozen {
-            if let Some((c, p)) = f.get2(key) {
-                fc = Some(c);
-                fpv = p;
-            }
-        }
-        let s = &*self.sorted;
-        let sr = if self.sorted_hi == self.sorted_lo {
-            None
-        } else if s.bloom_enabled() {
-            if s.may_contain_hash(hash_key(key)) {
-                let r = s.find(key).map(|i| s.rec(i));
-                if r.is_none() {
-                    fp.fetch_add(1, Ordering::Relaxed);
-                }
-                r
-            } else {
-                None
-            }
-        } else {
-            s.find(key).map(|i| s.rec(i))
-        };
-        [fc, fpv, sr]
     }
 
     /// The version of `key` visible at `at` (tombstones included). `top` is
@@ -162,8 +139,18 @@ impl ShardState {
             }
         }
         let (c, p) = top.map_or((None, None), |(c, p)| (Some(c), p));
-        let lower = self.lower_versions(key, fp);
-        resolve(key, at, [c, p].into_iter().chain(lower).flatten(), vs)
+        // Lazily, region by region: `resolve` stops at the first version
+        // below `at`, so a lower region is looked up only when needed.
+        let frozen = std::iter::once_with(|| self.frozen.as_ref().and_then(|f| f.get2(key)))
+            .flatten()
+            .flat_map(|(c, p)| [Some(c), p]);
+        let sorted = std::iter::once_with(|| self.sorted_rec(key, fp));
+        resolve(
+            key,
+            at,
+            [c, p].into_iter().chain(frozen).chain(sorted).flatten(),
+            vs,
+        )
     }
 
     /// The newest record for `key`, tombstones included.

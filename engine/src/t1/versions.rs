@@ -43,6 +43,9 @@ struct Snaps {
 pub(crate) struct Versions {
     visible: AtomicU64,
     writers: [AtomicU64; WRITERS],
+    /// Bumped each time a slot is taken, so a wait for one write in a slot
+    /// is not fooled by the next one.
+    generation: [AtomicU64; WRITERS],
     snaps: Mutex<Snaps>,
     snap_count: AtomicUsize,
     unlogged: AtomicUsize,
@@ -88,6 +91,7 @@ impl Default for Versions {
         Versions {
             visible: AtomicU64::new(u64::MAX),
             writers: std::array::from_fn(|_| AtomicU64::new(0)),
+            generation: std::array::from_fn(|_| AtomicU64::new(0)),
             snaps: Mutex::new(Snaps::default()),
             snap_count: AtomicUsize::new(0),
             unlogged: AtomicUsize::new(0),
@@ -136,6 +140,9 @@ impl Versions {
                     if w.compare_exchange(0, b + 1, Ordering::SeqCst, Ordering::Relaxed)
                         .is_ok()
                     {
+                        if let Some(g) = self.generation.get(idx) {
+                            g.fetch_add(1, Ordering::SeqCst);
+                        }
                         return WriteTicket(idx);
                     }
                 }
@@ -170,14 +177,29 @@ impl Versions {
     /// Waits until every write registered before this call is visible (not
     /// for later ones; returns at once when none is in flight).
     pub fn wait_in_flight(&self) {
-        let last = self
-            .writers
-            .iter()
-            .map(|w| w.load(Ordering::SeqCst))
-            .max()
-            .unwrap_or(0);
-        if last != 0 {
-            self.wait_visible(last - 1);
+        // Wait for these writers to end, not for the watermark to pass their
+        // bounds: an unlogged put does not move the log tail, so after it the
+        // watermark can stay at its bound for good.
+        let busy: Vec<(usize, u64)> = (0..WRITERS)
+            .filter_map(|i| {
+                let g = self.generation.get(i)?.load(Ordering::SeqCst);
+                let w = self.writers.get(i)?.load(Ordering::SeqCst);
+                (w != 0).then_some((i, g))
+            })
+            .collect();
+        let mut spins = 0u32;
+        for (i, g) in busy {
+            while self
+                .writers
+                .get(i)
+                .is_some_and(|w| w.load(Ordering::SeqCst) != 0)
+                && self
+                    .generation
+                    .get(i)
+                    .is_some_and(|x| x.load(Ordering::SeqCst) == g)
+            {
+                super::append::backoff(&mut spins);
+            }
         }
     }
 

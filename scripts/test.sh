@@ -19,7 +19,7 @@ rivals="${VMEMKV_TEST_RIVALS:-1}"
 install_packages() {
     local missing=()
     command -v clang >/dev/null 2>&1 || missing+=(clang)
-    for pkg in libclang-dev liburing-dev pkg-config; do
+    for pkg in libclang-dev liburing-dev pkg-config libsnappy-dev; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
     done
     if ((${#missing[@]})); then
@@ -36,7 +36,7 @@ what="vmemkv only"
 if [[ "$rivals" != 0 ]]; then
     install_packages
     feature_args=(--all-features)
-    what="all features: vmemkv, rocksdb, blobdb, lmdb"
+    what="all features: vmemkv, rocksdb, blobdb, lmdb, fjall, fjall-blob, sparkey"
 fi
 
 # One profile (release) for clippy, tests and benchmarks, so RocksDB's C++

@@ -1,6 +1,7 @@
 //! The `Db` trait every engine implements.
 
 use crate::batch::WriteBatch;
+use crate::capabilities::Capabilities;
 use crate::error::{Error, Result};
 use crate::iter::DbIterator;
 use crate::multiscan::{MultiScan, MultiScanArgs};
@@ -27,6 +28,13 @@ pub trait Db: Send + Sync {
     /// The largest key and value the engine accepts; one byte more is an
     /// `InvalidArgument`.
     fn limits(&self) -> Limits;
+
+    /// The optional operation groups this engine lacks, with reasons
+    /// (default: none lacking). An unsupported call still answers, with
+    /// `NotSupported`; this lets callers say so before calling.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
+    }
 
     /// Reads `key` into `out` (cleared first). Returns whether it was found.
     /// Reusing `out` across calls keeps the read path allocation-free.

@@ -20,7 +20,30 @@ pub(crate) fn owns_file(kind: EngineKind, name: &str) -> bool {
         EngineKind::RocksDb | EngineKind::BlobDb => rocksdb_file(name),
         // The adapter's LOCK beside LMDB's own two files.
         EngineKind::Lmdb => matches!(name, "data.mdb" | "lock.mdb" | "LOCK"),
+        // fjall's lock and version marker, its `keyspaces` and journal
+        // files, and the adapter's LOCK (and the lock it renews).
+        EngineKind::Fjall | EngineKind::FjallBlob => fjall_file(name),
+        // The log, the index, and the adapter's LOCK.
+        EngineKind::Sparkey => matches!(name, "data.spl" | "data.spi" | "LOCK"),
     }
+}
+
+/// fjall's top-level files (`db.rs`, `file.rs`): `lock`, `version`, the
+/// numbered journals, and the adapter's `LOCK` and `lock.new`. Its one
+/// directory, `keyspaces`, is accepted by [`owns_dir`].
+fn fjall_file(name: &str) -> bool {
+    matches!(name, "lock" | "version" | "LOCK" | "lock.new")
+        || name
+            .strip_suffix(".jnl")
+            .or_else(|| name.strip_suffix(".jnl.tmp"))
+            .is_some_and(digits)
+}
+
+/// A directory some engine creates in its database directory: fjall's
+/// `keyspaces`, removed whole only when fjall's `version` marker is beside
+/// it.
+fn owns_dir(path: &Path, name: &str) -> bool {
+    name == "keyspaces" && path.join("version").is_file()
 }
 
 fn digits(s: &str) -> bool {
@@ -50,7 +73,8 @@ fn rocksdb_file(name: &str) -> bool {
 
 /// Whether `path` holds some engine's database by that engine's own
 /// signature: RocksDB's `CURRENT` with a `MANIFEST-*`, LMDB's `data.mdb`,
-/// vmemkv's `LOGEND` or a segment.
+/// fjall's `version` with `keyspaces`, Sparkey's `data.spl`, vmemkv's
+/// `LOGEND` or a segment.
 pub fn is_engine_database(path: &Path) -> bool {
     let Ok(listing) = std::fs::read_dir(path) else {
         return false;
@@ -62,13 +86,15 @@ pub fn is_engine_database(path: &Path) -> bool {
     let has = |f: &dyn Fn(&str) -> bool| names.iter().any(|n| f(n));
     (has(&|n| n == "CURRENT") && has(&|n| n.starts_with("MANIFEST-")))
         || has(&|n| n == "data.mdb")
+        || (has(&|n| n == "version") && has(&|n| n == "keyspaces"))
+        || has(&|n| n == "data.spl")
         || has(&|n| n == "LOGEND" || (n.ends_with(".seg") && vmemkv::is_own_file(n)))
 }
 
 /// Removes the database directory `path` and every engine file in it.
 ///
 /// A missing directory is `Ok`. A directory that a process has open is
-/// `Busy`; one that holds a file no engine creates, or a subdirectory, is
+/// `Busy`; one that holds a file no engine creates, or a subdirectory (other than fjall's `keyspaces`), is
 /// `InvalidArgument` naming it. In both cases nothing is removed.
 pub fn destroy(path: &Path) -> Result<()> {
     let listing = match std::fs::read_dir(path) {
@@ -77,14 +103,18 @@ pub fn destroy(path: &Path) -> Result<()> {
         Err(e) => return Err(Error::io(format!("listing {}", path.display()), e)),
     };
     let mut names = Vec::new();
+    let mut dirs = Vec::new();
     for entry in listing {
         let entry = entry.map_err(|e| Error::io(format!("listing {}", path.display()), e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let regular = entry
+        let file_type = entry
             .file_type()
-            .map_err(|e| Error::io(format!("stat of {}", entry.path().display()), e))?
-            .is_file();
-        if !regular || !EngineKind::ALL.iter().any(|k| owns_file(*k, &name)) {
+            .map_err(|e| Error::io(format!("stat of {}", entry.path().display()), e))?;
+        if file_type.is_dir() && owns_dir(path, &name) {
+            dirs.push(name);
+            continue;
+        }
+        if !file_type.is_file() || !EngineKind::ALL.iter().any(|k| owns_file(*k, &name)) {
             return Err(Error::InvalidArgument(format!(
                 "refusing to destroy {}: {} is not a file any engine creates; nothing was removed",
                 path.display(),
@@ -101,6 +131,11 @@ pub fn destroy(path: &Path) -> Result<()> {
         )),
         other => crate::engines::vmemkv::map_err(other),
     })?;
+    for name in &dirs {
+        let dir = path.join(name);
+        std::fs::remove_dir_all(&dir)
+            .map_err(|e| Error::io(format!("removing {}", dir.display()), e))?;
+    }
     for name in names.iter().filter(|n| n.as_str() != "LOCK") {
         let file = path.join(name);
         std::fs::remove_file(&file)

@@ -5,7 +5,9 @@
 //! * [`open`] picks an engine by [`EngineKind`] at run time and returns a
 //!   `Box<dyn Db>`.
 //! * `engines::*` holds one adapter per engine: vmemkv always, RocksDB and
-//!   RocksDB-BlobDB behind the `rocksdb` feature, LMDB behind `lmdb`.
+//!   RocksDB-BlobDB behind the `rocksdb` feature, LMDB behind `lmdb`,
+//!   fjall and fjall with key-value separation behind `fjall`, Sparkey
+//!   (a write-once hash store, point operations only) behind `sparkey`.
 //!
 //! The trait modules (`error`, `options`, `batch`, `iter`, `multiscan`,
 //! `db`) depend on no engine, in the manner of TiKV's `engine_traits`.
@@ -13,6 +15,7 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod batch;
+pub mod capabilities;
 pub mod db;
 mod destroy;
 pub mod engines;
@@ -24,6 +27,7 @@ pub mod registry;
 pub mod snapshot;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub use capabilities::{Capabilities, Capability};
 pub use db::{check_sizes, not_supported, Db};
 pub use destroy::{destroy, is_engine_database};
 pub use error::{Error, Result};

@@ -19,15 +19,25 @@ pub enum EngineKind {
     BlobDb,
     /// LMDB through heed (cargo feature `lmdb`).
     Lmdb,
+    /// fjall 3, an LSM-tree in Rust (cargo feature `fjall`).
+    Fjall,
+    /// fjall 3 with key-value separation (cargo feature `fjall`).
+    FjallBlob,
+    /// Sparkey, a write-once hash store: point operations only (cargo
+    /// feature `sparkey`).
+    Sparkey,
 }
 
 impl EngineKind {
     /// Every engine, compiled in or not.
-    pub const ALL: [EngineKind; 4] = [
+    pub const ALL: [EngineKind; 7] = [
         EngineKind::Vmemkv,
         EngineKind::RocksDb,
         EngineKind::BlobDb,
         EngineKind::Lmdb,
+        EngineKind::Fjall,
+        EngineKind::FjallBlob,
+        EngineKind::Sparkey,
     ];
 
     /// The name `FromStr` accepts.
@@ -37,6 +47,9 @@ impl EngineKind {
             EngineKind::RocksDb => "rocksdb",
             EngineKind::BlobDb => "blobdb",
             EngineKind::Lmdb => "lmdb",
+            EngineKind::Fjall => "fjall",
+            EngineKind::FjallBlob => "fjall-blob",
+            EngineKind::Sparkey => "sparkey",
         }
     }
 
@@ -46,6 +59,8 @@ impl EngineKind {
             EngineKind::Vmemkv => true,
             EngineKind::RocksDb | EngineKind::BlobDb => cfg!(feature = "rocksdb"),
             EngineKind::Lmdb => cfg!(feature = "lmdb"),
+            EngineKind::Fjall | EngineKind::FjallBlob => cfg!(feature = "fjall"),
+            EngineKind::Sparkey => cfg!(feature = "sparkey"),
         }
     }
 
@@ -69,6 +84,8 @@ impl EngineKind {
             EngineKind::Vmemkv => None,
             EngineKind::RocksDb | EngineKind::BlobDb => Some("rocksdb"),
             EngineKind::Lmdb => Some("lmdb"),
+            EngineKind::Fjall | EngineKind::FjallBlob => Some("fjall"),
+            EngineKind::Sparkey => Some("sparkey"),
         }
     }
 }
@@ -88,8 +105,12 @@ impl FromStr for EngineKind {
             "rocksdb" => Ok(EngineKind::RocksDb),
             "blobdb" | "rocksdb-blobdb" | "rocksdb_blobdb" => Ok(EngineKind::BlobDb),
             "lmdb" => Ok(EngineKind::Lmdb),
+            "fjall" => Ok(EngineKind::Fjall),
+            "fjall-blob" | "fjall_blob" | "fjallblob" => Ok(EngineKind::FjallBlob),
+            "sparkey" => Ok(EngineKind::Sparkey),
             other => Err(Error::InvalidArgument(format!(
-                "unknown engine '{other}'; expected one of vmemkv, rocksdb, blobdb, lmdb"
+                "unknown engine '{other}'; expected one of vmemkv, rocksdb, blobdb, lmdb, \
+                 fjall, fjall-blob, sparkey"
             ))),
         }
     }
@@ -120,6 +141,12 @@ pub fn open(kind: EngineKind, path: &Path, opts: &EngineOptions) -> Result<Box<d
         EngineKind::BlobDb => crate::engines::rocksdb::open(path, opts, true),
         #[cfg(feature = "lmdb")]
         EngineKind::Lmdb => crate::engines::lmdb::open(path, opts),
+        #[cfg(feature = "fjall")]
+        EngineKind::Fjall => crate::engines::fjall::open(path, opts, false),
+        #[cfg(feature = "fjall")]
+        EngineKind::FjallBlob => crate::engines::fjall::open(path, opts, true),
+        #[cfg(feature = "sparkey")]
+        EngineKind::Sparkey => crate::engines::sparkey::open(path, opts),
         #[allow(unreachable_patterns)]
         other => Err(not_compiled(other)),
     }

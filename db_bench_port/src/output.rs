@@ -94,6 +94,9 @@ pub fn engine_label(engine: EngineChoice) -> &'static str {
         EngineChoice::Compat(EngineKind::RocksDb) => "RocksDB",
         EngineChoice::Compat(EngineKind::BlobDb) => "RocksDB-BlobDB",
         EngineChoice::Compat(EngineKind::Lmdb) => "LMDB",
+        EngineChoice::Compat(EngineKind::Fjall) => "fjall",
+        EngineChoice::Compat(EngineKind::FjallBlob) => "fjall-blob",
+        EngineChoice::Compat(EngineKind::Sparkey) => "Sparkey",
         EngineChoice::HarnessTest => "harness_test",
     }
 }

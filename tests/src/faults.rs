@@ -155,6 +155,23 @@ pub fn file_kind(engine: EngineKind, name: &str) -> &'static str {
             "lock.mdb" => "lock",
             _ => "other",
         },
+        EngineKind::Fjall | EngineKind::FjallBlob => {
+            if name.ends_with(".jnl") {
+                "journal"
+            } else if name == "version" {
+                "version"
+            } else if name == "lock" || name == "LOCK" {
+                "lock"
+            } else {
+                "other"
+            }
+        }
+        EngineKind::Sparkey => match name {
+            "data.spl" => "log",
+            "data.spi" => "index",
+            "LOCK" => "lock",
+            _ => "other",
+        },
     }
 }
 
@@ -501,7 +518,10 @@ fn loss_reported(engine: EngineKind, db_dir: &Path) -> bool {
             "",
             &["Corruption", "corrupt", "dropping", "Skipping"],
         ),
-        EngineKind::Lmdb => return false,
+        // No info log to read.
+        EngineKind::Lmdb | EngineKind::Fjall | EngineKind::FjallBlob | EngineKind::Sparkey => {
+            return false
+        }
     };
     let Ok(text) = std::fs::read_to_string(db_dir.join(file)) else {
         return false;

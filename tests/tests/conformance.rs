@@ -71,3 +71,15 @@ suite!(rocksdb, Harness::engine(vmemkv_compat::EngineKind::RocksDb));
 suite!(blobdb, Harness::engine(vmemkv_compat::EngineKind::BlobDb));
 #[cfg(feature = "lmdb")]
 suite!(lmdb, Harness::engine(vmemkv_compat::EngineKind::Lmdb));
+#[cfg(feature = "fjall")]
+suite!(fjall, Harness::engine(vmemkv_compat::EngineKind::Fjall));
+#[cfg(feature = "fjall")]
+suite!(
+    fjall_blob,
+    Harness::engine(vmemkv_compat::EngineKind::FjallBlob)
+);
+// Sparkey runs every group; the ones that need key order print
+// "not applicable: <group> on sparkey: <why>" and check only that the
+// engine refuses them with NotSupported.
+#[cfg(feature = "sparkey")]
+suite!(sparkey, Harness::engine(vmemkv_compat::EngineKind::Sparkey));

@@ -1,0 +1,693 @@
+//! The fjall adapter (cargo feature `fjall`, crate `fjall` 3): an LSM-tree
+//! in pure Rust, in two variants.
+//!
+//! * `fjall`: one keyspace (`"default"`) with fjall's default options.
+//! * `fjall-blob`: the same keyspace with key-value separation
+//!   (`KeyspaceCreateOptions::with_kv_separation`): values of at least
+//!   `blob_separation_threshold` bytes (option, default fjall's 1 KiB) go to
+//!   blob files, as in RocksDB-BlobDB.
+//!
+//! Durability, mapped onto fjall's `PersistMode`s:
+//! * every write goes to fjall's journal and is handed to the OS before the
+//!   call returns (`PersistMode::Buffer`, fjall's default): it survives a
+//!   process crash, not a power loss, as `WriteOptions::sync=false` asks;
+//! * `sync=true` persists the journal with `PersistMode::SyncAll` (fsync)
+//!   before the call returns;
+//! * `disable_wal` cannot be honoured per write (fjall journals every
+//!   write); such writes are journalled like any other, which is more
+//!   durable than asked, never less;
+//! * [`Db::flush`] syncs the journal (`SyncAll`) and writes the memtable out
+//!   to a table, waiting for it.
+//!
+//! Reads: a point read without a snapshot reads the latest committed state;
+//! [`Db::snapshot`] is a fjall `Snapshot` (a sequence number that holds back
+//! garbage collection); an iterator takes one at creation and reads as of
+//! it, as the trait documents. A `WriteBatch` is one fjall batch, committed
+//! under one sequence number: readers see it whole or not at all, and after
+//! a crash it is wholly present or absent.
+//!
+//! fjall's batches have no range delete: a batch holding `delete_range`
+//! lists the keys in the range from a snapshot and deletes them in the same
+//! fjall batch. Such a batch holds the adapter's writer lock exclusively
+//! (ordinary writes share it), so no concurrent write can slip between the
+//! listing and the commit.
+//!
+//! Keys: 1 to 65,535 bytes (fjall's limits; an empty key is an
+//! `InvalidArgument`, where fjall itself would panic). Values: up to
+//! 2^32 - 1 bytes.
+//!
+//! Locking: fjall locks `<dir>/lock` with `flock`, which a forked child
+//! inherits. The adapter first takes vmemkv's POSIX record lock on
+//! `<dir>/LOCK` (not inherited; a second open is `Busy`), and under it
+//! replaces fjall's lock file with a fresh one, so that a child forked while
+//! an earlier handle was open cannot keep the database locked after the
+//! parent closed it.
+//!
+//! MultiScan: the trait's default, one snapshot iterator per range.
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::RwLock;
+
+use fjall::{
+    Database, KeyspaceCreateOptions, KvSeparationOptions, PersistMode, Readable,
+    Snapshot as FjSnapshot,
+};
+
+use super::collapse::{collapse, has_delete_range};
+use crate::{
+    check_sizes, BatchOp, Db, DbIterator, EngineOptions, Error, Limits, OptionMap, ReadOptions,
+    Result, Snapshot, WriteBatch, WriteOptions,
+};
+use vmemkv::DirLock;
+
+/// fjall's largest key (a `u16` length).
+pub const MAX_KEY_SIZE: usize = u16::MAX as usize;
+
+/// fjall's largest value (a `u32` length).
+pub const MAX_VALUE_SIZE: usize = u32::MAX as usize;
+
+/// Every engine option the fjall adapters accept.
+pub const FJALL_OPTION_KEYS: &[&str] = &[
+    "cache_size",
+    "max_memtable_size",
+    "max_write_buffer_size",
+    "max_journaling_size",
+    "worker_threads",
+    "blob_separation_threshold",
+];
+
+const LIMITS: Limits = Limits {
+    max_key_size: Some(MAX_KEY_SIZE),
+    max_value_size: Some(MAX_VALUE_SIZE),
+};
+
+const KEYSPACE: &str = "default";
+
+/// Maps a fjall error onto the trait's categories, keeping the
+/// `io::ErrorKind` of an I/O error in the message.
+pub(crate) fn map_err(what: &str, e: fjall::Error) -> Error {
+    match e {
+        fjall::Error::Io(io) => Error::IoError(format!("fjall {what}: {:?}: {io}", io.kind())),
+        fjall::Error::Storage(fjall::LsmError::Io(io)) => {
+            Error::IoError(format!("fjall {what}: {:?}: {io}", io.kind()))
+        }
+        fjall::Error::Locked => Error::Busy(format!(
+            "fjall {what}: the database lock is held by another handle"
+        )),
+        fjall::Error::Poisoned => Error::Poisoned(format!(
+            "fjall {what}: an earlier journal write or sync failed; reopen the database"
+        )),
+        e @ (fjall::Error::Storage(_)
+        | fjall::Error::JournalRecovery(_)
+        | fjall::Error::InvalidVersion(_)
+        | fjall::Error::Decompress(_)
+        | fjall::Error::InvalidTrailer
+        | fjall::Error::InvalidTag(_)
+        | fjall::Error::Unrecoverable) => Error::Corruption(format!("fjall {what}: {e:?}")),
+        e => Error::IoError(format!("fjall {what}: {e:?}")),
+    }
+}
+
+/// Opens (creating if allowed) a fjall database in directory `path`; `blob`
+/// selects key-value separation.
+pub fn open(path: &Path, opts: &EngineOptions, blob: bool) -> Result<Box<dyn Db>> {
+    let name = if blob { "fjall-blob" } else { "fjall" };
+    let mut om = OptionMap::new(name, opts);
+    let cache_size = om.take::<u64>("cache_size")?;
+    let max_memtable_size = om.take::<u64>("max_memtable_size")?;
+    let max_write_buffer_size = om.take::<u64>("max_write_buffer_size")?;
+    let max_journaling_size = om.take::<u64>("max_journaling_size")?;
+    let worker_threads = om.take::<usize>("worker_threads")?;
+    let threshold = om.take::<u32>("blob_separation_threshold")?;
+    om.finish()?;
+    if threshold.is_some() && !blob {
+        return Err(Error::InvalidArgument(
+            "fjall option 'blob_separation_threshold' applies to fjall-blob only".into(),
+        ));
+    }
+
+    let exists = path.join("version").exists();
+    if exists && opts.error_if_exists {
+        return Err(Error::InvalidArgument(format!(
+            "{name}: {} already holds a database (error_if_exists)",
+            path.display()
+        )));
+    }
+    if !exists && !opts.create_if_missing {
+        return Err(Error::InvalidArgument(format!(
+            "{name}: {} holds no database and create_if_missing is false",
+            path.display()
+        )));
+    }
+    std::fs::create_dir_all(path)
+        .map_err(|e| Error::io(format!("{name}: create directory {}", path.display()), e))?;
+    let lock = DirLock::acquire(path).map_err(super::vmemkv::map_err)?;
+    renew_fjall_lock_file(path, name)?;
+
+    let mut b = Database::builder(path);
+    if let Some(n) = cache_size {
+        b = b.cache_size(n);
+    }
+    if let Some(n) = max_write_buffer_size {
+        #[allow(deprecated)] // fjall 3 marks it "todo", but it is the knob.
+        {
+            b = b.max_write_buffer_size(Some(n));
+        }
+    }
+    if let Some(n) = max_journaling_size {
+        b = b.max_journaling_size(n);
+    }
+    if let Some(n) = worker_threads {
+        b = b.worker_threads(n);
+    }
+    let db = b
+        .open()
+        .map_err(|e| map_err(&format!("open {}", path.display()), e))?;
+    let keyspace = db
+        .keyspace(KEYSPACE, || {
+            let mut o = KeyspaceCreateOptions::default();
+            if let Some(n) = max_memtable_size {
+                o = o.max_memtable_size(n);
+            }
+            if blob {
+                let mut kv = KvSeparationOptions::default();
+                if let Some(t) = threshold {
+                    kv.separation_threshold = t;
+                }
+                o = o.with_kv_separation(Some(kv));
+            }
+            o
+        })
+        .map_err(|e| map_err("open keyspace", e))?;
+    if keyspace.is_kv_separated() != blob {
+        return Err(Error::InvalidArgument(format!(
+            "{name}: {} holds a fjall database {} key-value separation; open it as '{}'",
+            path.display(),
+            if blob { "without" } else { "with" },
+            if blob { "fjall" } else { "fjall-blob" },
+        )));
+    }
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+    Ok(Box::new(Fjall {
+        name,
+        db,
+        keyspace,
+        writers: RwLock::new(()),
+        id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        _lock: lock,
+    }))
+}
+
+/// Replaces `<dir>/lock` (fjall's `flock` file) with a fresh file, under
+/// the adapter's own lock; see the module docs.
+fn renew_fjall_lock_file(path: &Path, name: &str) -> Result<()> {
+    let lock = path.join("lock");
+    if !lock.exists() {
+        return Ok(());
+    }
+    let tmp = path.join("lock.new");
+    std::fs::write(&tmp, b"")
+        .map_err(|e| Error::io(format!("{name}: create {}", tmp.display()), e))?;
+    std::fs::rename(&tmp, &lock)
+        .map_err(|e| Error::io(format!("{name}: replace {}", lock.display()), e))
+}
+
+struct Fjall {
+    name: &'static str,
+    db: Database,
+    keyspace: fjall::Keyspace,
+    /// Shared by ordinary writes, exclusive for batches with a
+    /// `delete_range` (see the module docs).
+    writers: RwLock<()>,
+    id: usize,
+    // Declared last so it is released after fjall is closed.
+    _lock: DirLock,
+}
+
+fn check_key(key: &[u8], value: Option<&[u8]>) -> Result<()> {
+    if key.is_empty() {
+        return Err(Error::InvalidArgument(
+            "fjall: empty keys are not supported (fjall requires 1..=65535-byte keys)".into(),
+        ));
+    }
+    check_sizes(&LIMITS, key, value)
+}
+
+impl Fjall {
+    fn snapshot_of<'s>(&self, ro: &'s ReadOptions) -> Result<Option<&'s FjSnapshot>> {
+        ro.snapshot
+            .as_ref()
+            .map(|s| s.downcast::<FjSnapshot>(self.name, self.id))
+            .transpose()
+    }
+
+    fn persist_if(&self, opts: &WriteOptions, what: &str) -> Result<()> {
+        if opts.sync {
+            self.db
+                .persist(PersistMode::SyncAll)
+                .map_err(|e| map_err(&format!("{what}: sync"), e))?;
+        }
+        Ok(())
+    }
+}
+
+impl Db for Fjall {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn limits(&self) -> Limits {
+        LIMITS
+    }
+
+    fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        out.clear();
+        let snapshot = self.snapshot_of(opts)?;
+        if key.is_empty() || key.len() > MAX_KEY_SIZE {
+            return Ok(false);
+        }
+        let got = match snapshot {
+            Some(s) => s.get(&self.keyspace, key),
+            None => self.keyspace.get(key),
+        }
+        .map_err(|e| map_err("get", e))?;
+        Ok(match got {
+            Some(v) => {
+                out.extend_from_slice(&v);
+                true
+            }
+            None => false,
+        })
+    }
+
+    fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
+        let snap = match self.snapshot_of(opts) {
+            Ok(Some(s)) => s.clone(),
+            Ok(None) => self.db.snapshot(),
+            Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
+        };
+        keys.iter()
+            .map(|k| {
+                if k.is_empty() || k.len() > MAX_KEY_SIZE {
+                    return Ok(None);
+                }
+                snap.get(&self.keyspace, k)
+                    .map(|v| v.map(|v| v.to_vec()))
+                    .map_err(|e| map_err("multi_get", e))
+            })
+            .collect()
+    }
+
+    fn snapshot(&self) -> Result<Snapshot> {
+        Ok(Snapshot::new(self.name, self.id, self.db.snapshot()))
+    }
+
+    fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        check_key(key, Some(value))?;
+        let _w = self.writers.read().unwrap_or_else(|p| p.into_inner());
+        self.keyspace
+            .insert(key, value)
+            .map_err(|e| map_err("put", e))?;
+        self.persist_if(opts, "put")
+    }
+
+    fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        check_key(key, None)?;
+        let _w = self.writers.read().unwrap_or_else(|p| p.into_inner());
+        self.keyspace
+            .remove(key)
+            .map_err(|e| map_err("delete", e))?;
+        self.persist_if(opts, "delete")
+    }
+
+    fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
+        for op in batch {
+            match op {
+                BatchOp::Put { key, value } => check_key(key, Some(value))?,
+                BatchOp::Delete { key } => check_key(key, None)?,
+                BatchOp::DeleteRange { .. } => {}
+            }
+        }
+        // Collapsed even without a range delete: fjall commits a batch under
+        // one sequence number, so two updates of one key must not both go in.
+        let (_exclusive, _shared);
+        if has_delete_range(batch) {
+            _exclusive = self.writers.write().unwrap_or_else(|p| p.into_inner());
+        } else {
+            _shared = self.writers.read().unwrap_or_else(|p| p.into_inner());
+        }
+        let snap = self.db.snapshot();
+        let ops = collapse(batch, |lo, hi| {
+            snap.range(&self.keyspace, lo..hi)
+                .map(|g| g.key().map(|k| k.to_vec()))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| map_err("write: delete_range listing", e))
+        })?;
+        drop(snap);
+        let mut fb = self.db.batch();
+        for (k, v) in ops {
+            match v {
+                Some(v) => fb.insert(&self.keyspace, k, v),
+                None => fb.remove(&self.keyspace, k),
+            }
+        }
+        if fb.is_empty() {
+            return Ok(());
+        }
+        let fb = if opts.sync {
+            fb.durability(Some(PersistMode::SyncAll))
+        } else {
+            fb
+        };
+        fb.commit().map_err(|e| map_err("write", e))
+    }
+
+    fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>> {
+        let snap = match self.snapshot_of(opts)? {
+            Some(s) => s.clone(),
+            None => self.db.snapshot(),
+        };
+        Ok(Box::new(FjallIter {
+            snap,
+            keyspace: self.keyspace.clone(),
+            lower: opts.iterate_lower_bound.clone(),
+            upper: opts.iterate_upper_bound.clone(),
+            cur: None,
+            inner: None,
+            status: Ok(()),
+        }))
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.db
+            .persist(PersistMode::SyncAll)
+            .map_err(|e| map_err("flush: sync journal", e))?;
+        self.keyspace
+            .rotate_memtable_and_wait()
+            .map_err(|e| map_err("flush: memtable", e))
+    }
+
+    fn compact_range(&self, _begin: Option<&[u8]>, _end: Option<&[u8]>) -> Result<()> {
+        // fjall compacts a whole keyspace; a bounded range compacts it all.
+        self.keyspace
+            .major_compact()
+            .map_err(|e| map_err("compact_range", e))
+    }
+
+    fn wait_for_background_work(&self) -> Result<()> {
+        let t0 = std::time::Instant::now();
+        while self.db.outstanding_flushes() > 0 || self.db.active_compactions() > 0 {
+            if t0.elapsed() > std::time::Duration::from_secs(600) {
+                return Err(Error::Incomplete(format!(
+                    "{}: background work still running after 600 s",
+                    self.name
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Ok(())
+    }
+
+    fn property(&self, name: &str) -> Option<String> {
+        match name {
+            "fjall.stats" => self.statistics(),
+            "fjall.disk_size" => self.db.disk_space().ok().map(|n| n.to_string()),
+            "fjall.approximate_len" => Some(self.keyspace.approximate_len().to_string()),
+            "fjall.table_count" => Some(self.keyspace.table_count().to_string()),
+            "fjall.blob_file_count" => Some(self.keyspace.blob_file_count().to_string()),
+            "compat.multiscan" => Some("per-range: one snapshot iterator per range".to_owned()),
+            _ => None,
+        }
+    }
+
+    fn statistics(&self) -> Option<String> {
+        Some(format!(
+            "{}: kv_separated={} tables={} l0_tables={} blob_files={} fragmented_blob_bytes={} \
+             sealed_memtables={} write_buffer_size={} journals={} disk_space={} \
+             outstanding_flushes={} active_compactions={} compactions_completed={} \
+             cache_size={} cache_capacity={}\n",
+            self.name,
+            self.keyspace.is_kv_separated(),
+            self.keyspace.table_count(),
+            self.keyspace.l0_table_count(),
+            self.keyspace.blob_file_count(),
+            self.keyspace.fragmented_blob_bytes(),
+            self.keyspace.sealed_memtable_count(),
+            self.db.write_buffer_size(),
+            self.db.journal_count(),
+            self.db.disk_space().unwrap_or(0),
+            self.db.outstanding_flushes(),
+            self.db.active_compactions(),
+            self.db.compactions_completed(),
+            self.db.cache_size(),
+            self.db.cache_capacity(),
+        ))
+    }
+}
+
+/// Which way the inner fjall iterator runs.
+enum Dir {
+    Forward,
+    Backward,
+}
+
+/// A cursor over one fjall snapshot. fjall's iterators run one way over a
+/// fixed range; the cursor opens a new range iterator whenever it seeks or
+/// turns around, starting just past the current key.
+struct FjallIter {
+    snap: FjSnapshot,
+    keyspace: fjall::Keyspace,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    cur: Option<(fjall::Slice, fjall::Slice)>,
+    inner: Option<(fjall::Iter, Dir)>,
+    status: Result<()>,
+}
+
+fn is_empty_range(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    match (lo, hi) {
+        (Bound::Included(a), Bound::Included(b)) => a > b,
+        (Bound::Included(a), Bound::Excluded(b))
+        | (Bound::Excluded(a), Bound::Included(b))
+        | (Bound::Excluded(a), Bound::Excluded(b)) => a >= b,
+        _ => false,
+    }
+}
+
+impl FjallIter {
+    fn lower_bound(&self) -> Bound<Vec<u8>> {
+        self.lower.clone().map_or(Bound::Unbounded, Bound::Included)
+    }
+
+    fn upper_bound(&self) -> Bound<Vec<u8>> {
+        self.upper.clone().map_or(Bound::Unbounded, Bound::Excluded)
+    }
+
+    /// Starts iterating `[lo, hi]` in direction `dir` and steps once.
+    fn start(&mut self, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>, dir: Dir) {
+        self.cur = None;
+        self.inner = None;
+        if self.status.is_err() || is_empty_range(&lo, &hi) {
+            return;
+        }
+        let it = self.snap.range(&self.keyspace, (lo, hi));
+        self.inner = Some((it, dir));
+        self.step();
+    }
+
+    fn step(&mut self) {
+        let Some((it, dir)) = self.inner.as_mut() else {
+            self.cur = None;
+            return;
+        };
+        let got = match dir {
+            Dir::Forward => it.next(),
+            Dir::Backward => it.next_back(),
+        };
+        match got.map(|g| g.into_inner()) {
+            Some(Ok((k, v))) => self.cur = Some((k, v)),
+            Some(Err(e)) => {
+                self.status = Err(map_err("iterator", e));
+                self.cur = None;
+                self.inner = None;
+            }
+            None => {
+                self.cur = None;
+                self.inner = None;
+            }
+        }
+    }
+
+    /// `a` or `b`, whichever lower bound starts later.
+    fn max_lower(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+        match (&a, &b) {
+            (Bound::Unbounded, _) => b,
+            (_, Bound::Unbounded) => a,
+            (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+                if x > y || (x == y && matches!(a, Bound::Excluded(_))) {
+                    a
+                } else {
+                    b
+                }
+            }
+        }
+    }
+
+    /// `a` or `b`, whichever upper bound ends earlier.
+    fn min_upper(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+        match (&a, &b) {
+            (Bound::Unbounded, _) => b,
+            (_, Bound::Unbounded) => a,
+            (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+                if x < y || (x == y && matches!(a, Bound::Excluded(_))) {
+                    a
+                } else {
+                    b
+                }
+            }
+        }
+    }
+}
+
+impl DbIterator for FjallIter {
+    fn valid(&self) -> bool {
+        self.cur.is_some()
+    }
+
+    fn seek_to_first(&mut self) {
+        let (lo, hi) = (self.lower_bound(), self.upper_bound());
+        self.start(lo, hi, Dir::Forward);
+    }
+
+    fn seek_to_last(&mut self) {
+        let (lo, hi) = (self.lower_bound(), self.upper_bound());
+        self.start(lo, hi, Dir::Backward);
+    }
+
+    fn seek(&mut self, key: &[u8]) {
+        let lo = Self::max_lower(Bound::Included(key.to_vec()), self.lower_bound());
+        let hi = self.upper_bound();
+        self.start(lo, hi, Dir::Forward);
+    }
+
+    fn seek_for_prev(&mut self, key: &[u8]) {
+        let lo = self.lower_bound();
+        let hi = Self::min_upper(Bound::Included(key.to_vec()), self.upper_bound());
+        self.start(lo, hi, Dir::Backward);
+    }
+
+    fn next(&mut self) {
+        match (&self.cur, &self.inner) {
+            (None, _) => {}
+            (Some(_), Some((_, Dir::Forward))) => self.step(),
+            (Some((k, _)), _) => {
+                let lo = Bound::Excluded(k.to_vec());
+                let hi = self.upper_bound();
+                self.start(lo, hi, Dir::Forward);
+            }
+        }
+    }
+
+    fn prev(&mut self) {
+        match (&self.cur, &self.inner) {
+            (None, _) => {}
+            (Some(_), Some((_, Dir::Backward))) => self.step(),
+            (Some((k, _)), _) => {
+                let lo = self.lower_bound();
+                let hi = Bound::Excluded(k.to_vec());
+                self.start(lo, hi, Dir::Backward);
+            }
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        self.cur.as_ref().map_or(&[], |(k, _)| k)
+    }
+
+    fn value(&self) -> &[u8] {
+        self.cur.as_ref().map_or(&[], |(_, v)| v)
+    }
+
+    fn status(&self) -> Result<()> {
+        self.status.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Entries;
+
+    fn open_tmp(blob: bool) -> (tempfile::TempDir, Box<dyn Db>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = open(dir.path(), &EngineOptions::default(), blob).expect("open");
+        (dir, db)
+    }
+
+    #[test]
+    fn cursor_turns_and_bounds() {
+        for blob in [false, true] {
+            let (_d, db) = open_tmp(blob);
+            for i in 0..20u32 {
+                db.put(
+                    &WriteOptions::default(),
+                    format!("k{i:02}").as_bytes(),
+                    &vec![b'v'; if i % 2 == 0 { 4 } else { 4000 }],
+                )
+                .expect("put");
+            }
+            let ro = ReadOptions::default().with_bounds(Some(b"k05"), Some(b"k09"));
+            let mut it = db.iter(&ro).expect("iter");
+            assert!(!it.valid());
+            it.seek_to_last();
+            assert_eq!(it.key(), b"k08");
+            it.prev();
+            assert_eq!(it.key(), b"k07");
+            assert_eq!(it.value().len(), 4000);
+            it.next();
+            assert_eq!(it.key(), b"k08");
+            it.next();
+            assert!(!it.valid());
+            it.seek(b"a");
+            assert_eq!(it.key(), b"k05");
+            it.prev();
+            assert!(!it.valid());
+            it.seek_for_prev(b"zzz");
+            assert_eq!(it.key(), b"k08");
+            it.seek_for_prev(b"k06x");
+            assert_eq!(it.key(), b"k06");
+            it.seek(b"k09");
+            assert!(!it.valid());
+            it.status().expect("status");
+            let all: Vec<_> = Entries::from_first(db.iter(&ReadOptions::default()).expect("it"))
+                .collect::<Result<_>>()
+                .expect("scan");
+            assert_eq!(all.len(), 20);
+            assert!(db
+                .property("fjall.stats")
+                .is_some_and(|s| s.contains(&format!("kv_separated={blob}"))));
+        }
+    }
+
+    #[test]
+    fn variants_refuse_each_others_databases_and_empty_keys() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(open(dir.path(), &EngineOptions::default(), true).expect("open blob"));
+        let e = open(dir.path(), &EngineOptions::default(), false)
+            .err()
+            .expect("plain open of a blob database must fail");
+        assert!(e.to_string().contains("fjall-blob"), "{e}");
+        let db = open(dir.path(), &EngineOptions::default(), true).expect("reopen");
+        assert!(matches!(
+            db.put(&WriteOptions::default(), b"", b"v"),
+            Err(Error::InvalidArgument(_))
+        ));
+        let bad = EngineOptions::default().set("blob_separation_threshold", 10);
+        let other = tempfile::tempdir().expect("tempdir");
+        assert!(matches!(
+            open(other.path(), &bad, false),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}

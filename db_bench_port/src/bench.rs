@@ -430,6 +430,11 @@ impl Benchmark {
                     self.destroy()?;
                     self.open()?;
                 }
+                if let Some(why) = crate::engines::capability_skip::unsupported(self.db()?, &name) {
+                    print_out(&format!("Skipped benchmark {name}: {why}\n"));
+                    self.skipped.push(json!({"name": name, "reason": why}));
+                    return Ok(());
+                }
                 self.pre_messages(&name);
                 print_out(&format!("DB path: [{}]\n", self.cfg.db.display()));
                 if warmup > 0 {

@@ -409,14 +409,21 @@ impl Db for Fjall {
         Ok(())
     }
 
+    /// Properties are named `fjall.<name>` for both variants, and also
+    /// `fjall-blob.<name>` for fjall-blob (db_bench asks `<engine>.stats`).
     fn property(&self, name: &str) -> Option<String> {
-        match name {
-            "fjall.stats" => self.statistics(),
-            "fjall.disk_size" => self.db.disk_space().ok().map(|n| n.to_string()),
-            "fjall.approximate_len" => Some(self.keyspace.approximate_len().to_string()),
-            "fjall.table_count" => Some(self.keyspace.table_count().to_string()),
-            "fjall.blob_file_count" => Some(self.keyspace.blob_file_count().to_string()),
-            "compat.multiscan" => Some("per-range: one snapshot iterator per range".to_owned()),
+        if name == "compat.multiscan" {
+            return Some("per-range: one snapshot iterator per range".to_owned());
+        }
+        let rest = name
+            .strip_prefix("fjall.")
+            .or_else(|| name.strip_prefix(&format!("{}.", self.name)))?;
+        match rest {
+            "stats" => self.statistics(),
+            "disk_size" => self.db.disk_space().ok().map(|n| n.to_string()),
+            "approximate_len" => Some(self.keyspace.approximate_len().to_string()),
+            "table_count" => Some(self.keyspace.table_count().to_string()),
+            "blob_file_count" => Some(self.keyspace.blob_file_count().to_string()),
             _ => None,
         }
     }
@@ -667,6 +674,9 @@ mod tests {
             assert!(db
                 .property("fjall.stats")
                 .is_some_and(|s| s.contains(&format!("kv_separated={blob}"))));
+            assert!(db
+                .property(&format!("{}.stats", db.name()))
+                .is_some_and(|s| s.contains("tables=")));
         }
     }
 

@@ -200,20 +200,28 @@ impl Sparkey {
             log.flush()
                 .map_err(|e| map_err("flush log", &self.log_path, e))?;
         }
-        if let Err(e) = hash::Writer::write(&self.index_path, &self.log_path, None) {
-            // An index cut short by a crash cannot seed an incremental
-            // build: drop it and build from the whole log.
-            let first = map_err("build index", &self.index_path, e);
-            let _ = std::fs::remove_file(&self.index_path);
-            hash::Writer::write(&self.index_path, &self.log_path, None).map_err(|e| {
-                Error::IoError(format!(
-                    "{first}; rebuilding from scratch failed too: {}",
-                    map_err("build index", &self.index_path, e)
-                ))
-            })?;
-        }
-        let r = hash::Reader::open(&self.index_path, &self.log_path)
-            .map_err(|e| map_err("open index", &self.index_path, e))?;
+        let build_and_open = || {
+            hash::Writer::write(&self.index_path, &self.log_path, None)
+                .and_then(|()| hash::Reader::open(&self.index_path, &self.log_path))
+        };
+        let r = match build_and_open() {
+            Ok(r) => r,
+            Err(e) => {
+                // An index cut short by a kill during a build (Sparkey
+                // removes the old file, then writes the new one in place)
+                // can neither seed an incremental build nor be opened; its
+                // header may even claim to be current. Drop it and build
+                // from the whole log, which the index only summarises.
+                let first = map_err("build index", &self.index_path, e);
+                let _ = std::fs::remove_file(&self.index_path);
+                build_and_open().map_err(|e| {
+                    Error::IoError(format!(
+                        "{first}; rebuilding from scratch failed too: {}",
+                        map_err("build index", &self.index_path, e)
+                    ))
+                })?
+            }
+        };
         *self.reader.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(r));
         self.rebuilds.fetch_add(1, Ordering::Relaxed);
         self.dirty.store(false, Ordering::Release);
@@ -533,6 +541,16 @@ mod tests {
             db.put(&WriteOptions::sync(), b"a", b"1").expect("put");
         }
         std::fs::write(dir.path().join(INDEX_FILE), b"torn").expect("tear");
+        drop(open(dir.path(), &o).expect("reopen after a torn index"));
+        // A kill mid-build: the header is whole (and claims the index is
+        // current) but the table after it is cut short.
+        let index = dir.path().join(INDEX_FILE);
+        let len = std::fs::metadata(&index).expect("index").len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&index)
+            .and_then(|f| f.set_len(len - 4))
+            .expect("truncate");
         let db = open(dir.path(), &o).expect("reopen");
         assert_eq!(
             db.get(&ReadOptions::default(), b"a").expect("get"),

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::index::{Cursor, Payload};
+use crate::state::Inner;
 use crate::t2::segment::Segment;
 
 /// Iterator bounds: keys in `[lower, upper)`; `None` leaves a side open.
@@ -337,7 +337,7 @@ impl<'a> Iter<'a> {
                                 seg.path.display(),
                             ))),
                             Some(b) if self.verify => {
-                                crate::value_crc::verify(seg, off, b).map(drop)
+                                crate::t2::value_crc::verify(seg, off, b).map(drop)
                             }
                             Some(_) => Ok(()),
                         };

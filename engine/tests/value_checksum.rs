@@ -4,8 +4,8 @@
 mod common;
 
 use common::*;
-use vmemkv::multiscan::{residency, BufferMode, MultiScanArgs, ScanRange};
 use vmemkv::{Bounds, Db, Error};
+use vmemkv::{BufferMode, MultiScanArgs, ScanRange};
 
 const N: u64 = 200;
 const LEN: usize = 500;
@@ -91,9 +91,7 @@ fn multiscan_reports_a_damaged_value_on_both_paths() {
     ];
     for (async_io, mode) in modes {
         // Cold, so that the buffered modes verify from their own buffers.
-        for seg in db.segments() {
-            residency::evict(&seg).unwrap_or_else(|e| panic!("{e}"));
-        }
+        db.evict_page_cache().unwrap_or_else(|e| panic!("{e}"));
         let args = MultiScanArgs {
             use_async_io: async_io,
             buffer_mode: mode,

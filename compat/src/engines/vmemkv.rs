@@ -204,7 +204,7 @@ impl DbIterator for VIter<'_> {
 
 /// The scan, and the snapshot it reads (kept alive; dropped after it).
 struct VMultiScan<'a> {
-    it: vmemkv::multiscan::MultiScanIter<'a>,
+    it: vmemkv::MultiScanIter<'a>,
     _snapshot: Option<crate::Snapshot>,
 }
 
@@ -303,11 +303,11 @@ impl Db for VmemkvDb {
     ) -> Result<Box<dyn MultiScan + 'a>> {
         // Same validation and messages as every other engine.
         args.validate()?;
-        let native = vmemkv::multiscan::MultiScanArgs {
+        let native = vmemkv::MultiScanArgs {
             ranges: args
                 .ranges
                 .iter()
-                .map(|r| vmemkv::multiscan::ScanRange {
+                .map(|r| vmemkv::ScanRange {
                     start: r.start.clone(),
                     limit: r.limit.clone(),
                 })

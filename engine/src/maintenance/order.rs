@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use super::mover::Mover;
 use super::{checkpoint_and_retire, count, cycle_budget, DefragReport};
-use crate::db::Inner;
 use crate::error::Result;
 use crate::index::{Entry, Locator, Payload};
+use crate::state::Inner;
 use crate::stats::Counters;
 
 /// What a walk keeps and what it moves.
@@ -48,7 +48,7 @@ pub(crate) const WHILE_WRITING: Policy = Policy {
 /// order still stay (see [`BACKGROUND_MIN_SCATTERED`]), so sparse
 /// overwrites of a packed load cost nothing.
 const WHEN_QUIET: Policy = Policy {
-    max_gap: crate::value_crc::VALUE_CRC_LEN as u64,
+    max_gap: crate::t2::value_crc::VALUE_CRC_LEN as u64,
     min_scattered: BACKGROUND_MIN_SCATTERED,
     keep_runs: true,
 };
@@ -59,7 +59,7 @@ const WHEN_QUIET: Policy = Policy {
 /// fewer bytes (512-byte values, 64-byte keys; nearly half with 100-byte
 /// values and 16-byte keys).
 const COMPACT_RANGE: Policy = Policy {
-    max_gap: crate::value_crc::VALUE_CRC_LEN as u64,
+    max_gap: crate::t2::value_crc::VALUE_CRC_LEN as u64,
     min_scattered: 0.0,
     keep_runs: true,
 };

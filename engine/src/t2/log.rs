@@ -73,7 +73,7 @@ pub struct Log {
     pub max_rollover_ns: AtomicU64,
     /// How much of the log MultiScans have read (their page-cache
     /// admission, `multiscan::admission`).
-    pub(crate) scanned: crate::multiscan::admission::Scanned,
+    pub(crate) scanned: super::marks::Scanned,
     /// `LOGEND`: how far the acknowledged log reaches (`durable.rs`).
     durable: DurableEnd,
     /// Appenders between their reservation and their finished record.
@@ -152,6 +152,7 @@ impl Log {
         r
     }
 
+    #[cfg(feature = "internals")]
     /// The LSN `LOGEND` last stored.
     pub fn durable_lsn(&self) -> u64 {
         self.durable.lsn()
@@ -168,6 +169,7 @@ impl Log {
             .map(drop)
     }
 
+    #[cfg(feature = "internals")]
     /// A new log in `dir` (an empty directory): its `LOGEND` and first
     /// segment.
     pub fn create(dir: &Path, seg_size: usize, map_opts: MapOpts) -> Result<Log> {

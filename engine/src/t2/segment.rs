@@ -37,20 +37,6 @@ thread_local! {
     static RECORD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The file name of segment `id`.
-pub fn file_name(id: u32) -> String {
-    format!("{id:08x}.seg")
-}
-
-/// Parses a segment file name back into its id.
-pub fn parse_file_name(name: &str) -> Option<u32> {
-    let hex = name.strip_suffix(".seg")?;
-    if hex.len() != 8 {
-        return None;
-    }
-    u32::from_str_radix(hex, 16).ok()
-}
-
 /// How segments are mapped (ablation switches).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MapOpts {
@@ -84,7 +70,7 @@ pub struct Segment {
     /// when the filesystem refuses it.
     direct: std::sync::OnceLock<Option<(File, usize)>>,
     /// Pages MultiScans read recently (their admission to the page cache).
-    scan_marks: std::sync::OnceLock<crate::multiscan::admission::PageMarks>,
+    scan_marks: std::sync::OnceLock<super::marks::PageMarks>,
 }
 
 impl std::fmt::Debug for Segment {
@@ -105,8 +91,12 @@ impl Segment {
     /// complete one, never a short file that would fail the next open
     /// (`*.tmp` files are removed on open). Callers fsync the directory.
     pub fn create(dir: &Path, id: u32, size: usize, mo: MapOpts) -> Result<Segment> {
-        let path = dir.join(file_name(id));
-        let tmp = dir.join(format!("{}.tmp", file_name(id)));
+        let path = dir.join(crate::files::segment(id));
+        let tmp = dir.join(format!(
+            "{}{}",
+            crate::files::segment(id),
+            crate::files::TMP_SUFFIX
+        ));
         let _ = std::fs::remove_file(&tmp);
         let built = Self::build(&tmp, size);
         let linked = built.and_then(|file| {
@@ -223,9 +213,9 @@ impl Segment {
 
     /// The pages of this segment MultiScans read recently, allocated on
     /// first use.
-    pub(crate) fn scan_marks(&self) -> &crate::multiscan::admission::PageMarks {
+    pub(crate) fn scan_marks(&self, now: u64) -> &super::marks::PageMarks {
         self.scan_marks
-            .get_or_init(|| crate::multiscan::admission::PageMarks::new(self.size))
+            .get_or_init(|| super::marks::PageMarks::new(self.size, now))
     }
 
     /// File size in bytes.
@@ -605,7 +595,6 @@ mod tests {
             0
         );
         assert!(seg.bytes(1 << 16, 1).is_none());
-        assert_eq!(parse_file_name(&file_name(0xab)), Some(0xab));
     }
 
     #[test]

@@ -99,6 +99,7 @@ pub fn resident_bytes(seg: &Segment) -> usize {
     v.iter().filter(|p| *p & 1 != 0).count() * PAGE
 }
 
+#[cfg(feature = "internals")]
 /// Resident pages of `[start, start+len)` of `seg` (`start` page-aligned).
 pub fn resident_pages_in(seg: &Segment, start: usize, len: usize) -> usize {
     let mut v = Vec::new();

@@ -336,9 +336,12 @@ impl<'a> Iter<'a> {
                                 "{} offset {off} (+{len}): value lies outside the file",
                                 seg.path.display(),
                             ))),
-                            Some(b) if self.verify => {
-                                crate::t2::value_crc::verify(seg, off, b).map(drop)
-                            }
+                            Some(b) if self.verify => crate::t2::value_crc::verify_mapped(
+                                seg,
+                                off,
+                                b,
+                                self.inner.log.verify_once(),
+                            ),
                             Some(_) => Ok(()),
                         };
                         if let Err(e) = checked {

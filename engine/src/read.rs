@@ -54,7 +54,8 @@ impl Inner {
                             ))
                         })?;
                         if verify {
-                            crate::t2::value_crc::verify(seg, off, b)?;
+                            let once = self.log.verify_once();
+                            crate::t2::value_crc::verify_mapped(seg, off, b, once)?;
                         }
                         out.extend_from_slice(b);
                         Ok(())

@@ -61,6 +61,7 @@ pub(crate) fn prefetch_lines(b: &[u8]) {
 /// processes have mapped stay resident.
 pub fn evict(seg: &Segment) -> Result<()> {
     seg.flush_range(0, seg.size())?;
+    seg.forget_verified();
     if let Some(b) = seg.bytes(0, seg.size()) {
         // SAFETY: the range is the whole live mapping (page-aligned).
         // MADV_DONTNEED on a MAP_SHARED file mapping only drops page-table

@@ -71,6 +71,8 @@ pub struct Segment {
     direct: std::sync::OnceLock<Option<(File, usize)>>,
     /// Pages MultiScans read recently (their admission to the page cache).
     scan_marks: std::sync::OnceLock<super::marks::PageMarks>,
+    /// Values checked since their pages were last read from the file.
+    verified: std::sync::OnceLock<super::value_crc::Verified>,
 }
 
 impl std::fmt::Debug for Segment {
@@ -208,11 +210,26 @@ impl Segment {
             live: AtomicI64::new(0),
             direct: std::sync::OnceLock::new(),
             scan_marks: std::sync::OnceLock::new(),
+            verified: std::sync::OnceLock::new(),
         })
     }
 
     /// The pages of this segment MultiScans read recently, allocated on
     /// first use.
+    /// Which values were checked (`value_crc::Verified`), allocated on
+    /// first use: 128 KiB for a 64 MiB segment.
+    pub(crate) fn verified(&self) -> &super::value_crc::Verified {
+        self.verified
+            .get_or_init(|| super::value_crc::Verified::new(self.size))
+    }
+
+    /// Forgets which values were checked: their pages leave memory.
+    pub(crate) fn forget_verified(&self) {
+        if let Some(v) = self.verified.get() {
+            v.forget();
+        }
+    }
+
     pub(crate) fn scan_marks(&self, now: u64) -> &super::marks::PageMarks {
         self.scan_marks
             .get_or_init(|| super::marks::PageMarks::new(self.size, now))

@@ -26,7 +26,7 @@ pub mod snapshot;
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use db::{check_sizes, not_supported, Db};
 pub use destroy::{destroy, is_engine_database};
-pub use error::{Error, Result};
+pub use error::{Error, IoFailure, Result};
 pub use iter::{DbIterator, Entries, ErrorIterator};
 pub use multiscan::{
     collect_multi_scan, IterMultiScan, MultiScan, MultiScanArgs, ScanRange, ScanResults,

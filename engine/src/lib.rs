@@ -50,7 +50,7 @@ pub mod failpoint;
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use db::Db;
 pub use dir::DirLock;
-pub use error::{Error, Result};
+pub use error::{Error, IoFailure, Result};
 pub use files::is_own_file;
 pub use iter::{Bounds, Iter};
 pub use maintenance::DefragReport;

@@ -383,9 +383,12 @@ impl Background {
                         let msg = crate::bgerror::panic_message(&*p);
                         inner.background_failed(
                             &format!("background thread {name}"),
-                            &Error::IoError(format!(
-                                "panicked ({msg}); its work stops until the database is reopened"
-                            )),
+                            &Error::IoError(
+                                format!(
+                                    "panicked ({msg}); its work stops until the database is reopened"
+                                )
+                                .into(),
+                            ),
                             true,
                         );
                     }

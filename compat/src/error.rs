@@ -2,6 +2,10 @@
 
 use std::fmt;
 
+/// The engine crate's I/O failure, shared so that an error keeps its
+/// `io::ErrorKind` across the adapter.
+pub use vmemkv::IoFailure;
+
 /// Shorthand for results carrying [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -23,7 +27,7 @@ pub enum Error {
     Corruption(String),
     /// The operating system reported an error; the message names the path.
     #[error("IO error: {0}")]
-    IoError(String),
+    IoError(IoFailure),
     /// Another handle holds a resource, e.g. the directory's lock.
     #[error("Resource busy: {0}")]
     Busy(String),
@@ -45,7 +49,7 @@ pub enum Error {
 impl Error {
     /// Wraps an `std::io::Error` with the path or action it concerns.
     pub fn io(context: impl fmt::Display, err: std::io::Error) -> Self {
-        Error::IoError(format!("{context}: {err}"))
+        Error::IoError(IoFailure::new(err.kind(), format!("{context}: {err}")))
     }
 
     /// A short name for the category, e.g. `"InvalidArgument"`.

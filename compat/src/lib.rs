@@ -30,7 +30,7 @@ pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use capabilities::{Capabilities, Capability};
 pub use db::{check_sizes, not_supported, Db};
 pub use destroy::{destroy, is_engine_database};
-pub use error::{Error, Result};
+pub use error::{Error, IoFailure, Result};
 pub use iter::{DbIterator, Entries, ErrorIterator};
 pub use multiscan::{
     collect_multi_scan, IterMultiScan, MultiScan, MultiScanArgs, ScanRange, ScanResults,

@@ -10,34 +10,10 @@ use crate::options::ReadOptions;
 /// RocksDB's default `io_coalesce_threshold`.
 pub const DEFAULT_IO_COALESCE_THRESHOLD: u64 = 16 * 1024;
 
-/// One range of a MultiScan: `[start, limit)`, with an open end when
-/// `limit` is `None`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanRange {
-    /// First key of the range. RocksDB allows a range without one and then
-    /// rejects it; `None` here is likewise rejected with `InvalidArgument`.
-    pub start: Option<Vec<u8>>,
-    /// First key past the range; `None` scans to the end of the keyspace.
-    pub limit: Option<Vec<u8>>,
-}
-
-impl ScanRange {
-    /// The range `[start, limit)`.
-    pub fn new(start: &[u8], limit: &[u8]) -> Self {
-        ScanRange {
-            start: Some(start.to_vec()),
-            limit: Some(limit.to_vec()),
-        }
-    }
-
-    /// The range `[start, ∞)`.
-    pub fn unbounded(start: &[u8]) -> Self {
-        ScanRange {
-            start: Some(start.to_vec()),
-            limit: None,
-        }
-    }
-}
+/// One range of a MultiScan: `[start, limit)`, open-ended when `limit` is
+/// `None`; a range without `start` is rejected with `InvalidArgument`, as
+/// in RocksDB. The engine's type, so a range crosses the adapter as is.
+pub use vmemkv::ScanRange;
 
 /// Arguments of a MultiScan (RocksDB's `MultiScanArgs`).
 #[derive(Debug, Clone, PartialEq, Eq)]

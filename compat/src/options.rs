@@ -55,30 +55,10 @@ impl ReadOptions {
     }
 }
 
-/// Options for writes (RocksDB's `WriteOptions`).
-///
-/// * `sync = false` (default): the write survives a process crash but not a
-///   power loss.
-/// * `sync = true`: the write is durable when the call returns.
-/// * `disable_wal = true`: the write may be lost on a crash, but a crash
-///   never corrupts anything.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WriteOptions {
-    /// Make the write durable before returning.
-    pub sync: bool,
-    /// Skip the write-ahead log; the write may be lost on a crash.
-    pub disable_wal: bool,
-}
-
-impl WriteOptions {
-    /// `sync = true`.
-    pub fn sync() -> Self {
-        WriteOptions {
-            sync: true,
-            disable_wal: false,
-        }
-    }
-}
+/// Options for writes (RocksDB's `WriteOptions`): the engine's type, so
+/// the adapter passes it through (`sync`: durable on return; `disable_wal`:
+/// may be lost in a crash, never corrupts anything).
+pub use vmemkv::WriteOptions;
 
 /// The largest key and value an engine accepts. `None` means no limit a test
 /// could reach (e.g. RocksDB's are in the gigabytes).

@@ -11,6 +11,7 @@ use vmemkv_compat::{Db, EngineKind, EngineOptions, Error, ReadOptions, WriteOpti
 
 use crate::config::{Config, EngineChoice};
 use crate::dbdir::{destroy_db, marker_path, RunLock};
+use crate::dbstats::{self, Counters, CountingDb, Figures};
 use crate::engines::harness_test::HarnessTestDb;
 use crate::keys::{KeyGen, ValueSizeDist};
 use crate::monitor::{run_injector, run_reporter, Injection, StopSignal, Timeline};
@@ -42,6 +43,11 @@ pub struct Benchmark {
     maintenance: Vec<Value>,
     started: String,
     run_lock: Option<RunLock>,
+    /// The counting wrapper's counters, when it wraps the engine.
+    counters: Option<std::sync::Arc<Counters>>,
+    opened_at: Instant,
+    /// The figures of the last `stats` dump (intervals start there).
+    last_figures: Figures,
 }
 
 fn print_out(s: &str) {
@@ -95,6 +101,9 @@ impl Benchmark {
             maintenance: Vec::new(),
             started: output::ctime(output::unix_secs()),
             run_lock: None,
+            counters: None,
+            opened_at: Instant::now(),
+            last_figures: Figures::default(),
         }
     }
 
@@ -149,8 +158,39 @@ impl Benchmark {
                 _ => "unknown".to_string(),
             });
         check_limits(&self.cfg, &db.limits(), db.name())?;
+        let db = if self.counting() {
+            let w = CountingDb::new(db, self.cfg.statistics);
+            self.counters = Some(w.counters());
+            Box::new(w) as Box<dyn Db>
+        } else {
+            self.counters = None;
+            db
+        };
+        if let EngineChoice::Compat(kind) = self.cfg.engine {
+            if !self.cfg.engine.is_rocksdb() {
+                // RocksDB writes these lines itself; scripts read them.
+                if let Err(e) =
+                    dbstats::append_log_header(&self.cfg.db, kind.as_str(), &self.engine_version)
+                {
+                    eprintln!(
+                        "WARNING: cannot write the version lines to {}/LOG: {e}",
+                        self.cfg.db.display()
+                    );
+                }
+            }
+        }
+        self.opened_at = Instant::now();
+        self.last_figures = Figures::default();
         self.db = Some(db);
         Ok(())
+    }
+
+    /// Whether the engine is wrapped in [`CountingDb`]: for the RocksDB-
+    /// shaped `stats` block and `--statistics` lines of other engines
+    /// (RocksDB prints its own).
+    fn counting(&self) -> bool {
+        !self.cfg.engine.is_rocksdb()
+            && (self.cfg.statistics || self.cfg.benchmarks.iter().any(|b| b == "stats"))
     }
 
     fn destroy(&mut self) -> Result<(), Fatal> {
@@ -158,7 +198,7 @@ impl Benchmark {
         if self.cfg.engine == EngineChoice::HarnessTest {
             return Ok(());
         }
-        destroy_db(&self.cfg.db).map_err(Fatal)
+        destroy_db(&self.cfg.db).map_err(|e| Fatal(e.to_string()))
     }
 
     /// Runs everything; on `Err` the caller prints the message and exits 1.
@@ -214,11 +254,18 @@ impl Benchmark {
             self.run_entry(&entry)?;
         }
         if self.cfg.statistics {
-            let text = self
+            let own = self
                 .db
                 .as_ref()
                 .and_then(|d| d.statistics())
                 .unwrap_or_else(|| "(the engine reports no statistics)".to_string());
+            let text = match (&self.counters, self.db.as_deref()) {
+                (Some(c), Some(db)) => {
+                    let f = Figures::collect(c, db, self.opened_at.elapsed().as_secs_f64());
+                    dbstats::statistics_text(c, &f, db.name(), &own)
+                }
+                _ => own,
+            };
             print_out(&format!("STATISTICS:\n{text}\n"));
         }
         self.write_json(None);
@@ -330,7 +377,7 @@ impl Benchmark {
             "scan_zipf" => t(w::vm_scan_zipf, false),
             "scan_uniform" => t(w::vm_scan_uniform, false),
             "ycsb_e" => t(w::vm_ycsb_e, false),
-            "stats" => Plan::Main(|b, _| b.print_property("stats")),
+            "stats" => Plan::Main(|b, _| b.print_stats()),
             "levelstats" => Plan::Main(|b, _| b.print_property("levelstats")),
             "sstables" => Plan::Main(|b, _| b.print_property("sstables")),
             "flush" => Plan::Main(Benchmark::flush),
@@ -592,6 +639,7 @@ impl Benchmark {
         let merged = Stats::merge_all(&stats)
             .ok_or_else(|| Fatal(format!("no thread statistics for {name}")))?;
         let summary = merged.summary(name);
+        crate::stats::end_progress_line();
         print_out(&summary.report_text());
         if let Some(e) = &timeline.report_error {
             eprintln!("{e}");
@@ -693,6 +741,27 @@ impl Benchmark {
         print_out(&format!("\n{text}\n"));
         self.maintenance
             .push(json!({"name": suffix, "output": text}));
+        Ok(())
+    }
+
+    /// `stats`: RocksDB's own `rocksdb.stats`, or for other engines the
+    /// same block filled from the engine's figures, then its own text.
+    fn print_stats(&mut self) -> Result<(), Fatal> {
+        let Some(c) = self.counters.clone() else {
+            return self.print_property("stats");
+        };
+        let db = self.db()?;
+        let cur = Figures::collect(&c, db, self.opened_at.elapsed().as_secs_f64());
+        let mut text = dbstats::stats_block(&cur, &self.last_figures);
+        let own = db
+            .property(&format!("{}.stats", db.name()))
+            .or_else(|| db.statistics())
+            .unwrap_or_else(|| "(failed)".to_string());
+        text.push_str(&format!("\n** {} stats **\n{own}", db.name()));
+        self.last_figures = cur;
+        print_out(&format!("\n{text}\n"));
+        self.maintenance
+            .push(json!({"name": "stats", "output": text}));
         Ok(())
     }
 

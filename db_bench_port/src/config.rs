@@ -381,6 +381,56 @@ fn parse_kv_list(flag: &str, text: &str, out: &mut BTreeMap<String, String>) -> 
 
 /// Routes explicitly set flags into `EngineOptions::extra` for the engine
 /// and collects a warning for each one that cannot be honoured.
+/// One warning for each flag RocksDB's scripts pass that the engine cannot
+/// honour: a compression the engine does not do, a separate WAL directory
+/// it has no WAL for, a perf context the Db trait does not expose.
+pub fn unhonoured_flags(flags: &Flags, engine: EngineChoice) -> Vec<String> {
+    let mut w = Vec::new();
+    let explicit = |n: &str| {
+        flags
+            .explicit()
+            .find(|(k, _)| *k == n)
+            .map(|(_, v)| v.to_string())
+    };
+    if !engine.is_rocksdb() {
+        if let Some(v) = explicit("compression_type") {
+            if !v.eq_ignore_ascii_case("none") {
+                w.push(format!(
+                    "--compression_type={v} cannot be honoured for engine {}: it does not compress; values are stored as written",
+                    engine.name()
+                ));
+            }
+        }
+        if let Some(v) = explicit("wal_dir").filter(|v| !v.is_empty()) {
+            let same = std::fs::canonicalize(&v)
+                .ok()
+                .is_some_and(|a| std::fs::canonicalize(flags.str("db")).ok() == Some(a))
+                || v == flags.str("db");
+            if !same {
+                let why = match engine {
+                    EngineChoice::Compat(EngineKind::Vmemkv) => {
+                        "its log is its data (T2's segments), kept in --db"
+                    }
+                    EngineChoice::Compat(EngineKind::Lmdb) => "LMDB has no write-ahead log",
+                    _ => "the engine has no separate write-ahead log",
+                };
+                w.push(format!(
+                    "--wal_dir={v} cannot be honoured for engine {}: {why}; nothing is written there",
+                    engine.name()
+                ));
+            }
+        }
+    }
+    let perf = flags.i64("perf_level");
+    if perf > 1 {
+        w.push(format!(
+            "--perf_level={perf} cannot be honoured for engine {}: the Db trait exposes no per-operation perf context, so no PERF_CONTEXT block is printed",
+            engine.name()
+        ));
+    }
+    w
+}
+
 fn engine_extra(
     flags: &Flags,
     engine: EngineChoice,
@@ -439,6 +489,7 @@ fn engine_extra(
             }
         }
     }
+    warnings.extend(unhonoured_flags(flags, engine));
     // RocksDB's switch for background compaction also stops vmemkv's
     // background key-order pass (its layout rewrite), so a script that
     // measures with it off (the MultiScan runs do) measures the same thing

@@ -81,25 +81,85 @@ impl RunLock {
     }
 }
 
-/// Removes a database directory this tool created, and nothing else.
-pub fn destroy_db(path: &Path) -> Result<(), String> {
+/// Why [`destroy_db`] left a directory in place.
+#[derive(Debug)]
+pub enum DestroyError {
+    /// The directory is not empty, holds no engine's database (RocksDB's
+    /// `CURRENT` + `MANIFEST-*`, LMDB's `data.mdb`, vmemkv's own files) and
+    /// has no marker from this tool: it is someone else's.
+    NotADatabase {
+        /// The directory.
+        dir: PathBuf,
+        /// The marker that was looked for.
+        marker: PathBuf,
+    },
+    /// The directory could not be listed.
+    Unreadable {
+        /// The directory.
+        dir: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The engine-side destroy refused (open elsewhere: `Busy`; a file no
+    /// engine creates: `InvalidArgument`) or failed; nothing was removed
+    /// unless the cause says so.
+    Engine {
+        /// The directory.
+        dir: PathBuf,
+        /// The cause.
+        source: vmemkv_compat::Error,
+    },
+}
+
+impl std::fmt::Display for DestroyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DestroyError::NotADatabase { dir, marker } => write!(
+                f,
+                "refusing to destroy {}: it is not empty, holds no engine's database and was not created by db_bench_port (no {} file); remove it yourself or pass --use_existing_db=1",
+                dir.display(),
+                marker.display()
+            ),
+            DestroyError::Unreadable { dir, source } => {
+                write!(f, "cannot read DB directory {}: {source}", dir.display())
+            }
+            DestroyError::Engine { dir, source } => {
+                write!(f, "cannot destroy DB directory {}: {source}", dir.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for DestroyError {}
+
+/// Removes a database directory as RocksDB's `DestroyDB` would: one this
+/// tool created, or one holding an engine's own database (RocksDB's
+/// `CURRENT` + `MANIFEST-*`, LMDB's `data.mdb`, vmemkv's files), and then
+/// only the engine's own files, under the engine's `LOCK`
+/// ([`vmemkv_compat::destroy`]). Anything else is refused, untouched.
+pub fn destroy_db(path: &Path) -> Result<(), DestroyError> {
     let mut entries = match std::fs::read_dir(path) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("cannot read DB directory {}: {e}", path.display())),
+        Err(e) => {
+            return Err(DestroyError::Unreadable {
+                dir: path.to_path_buf(),
+                source: e,
+            })
+        }
     };
     if entries.next().is_none() {
         return Ok(());
     }
     let marker = marker_path(path);
-    // An engine's own database (recreated as RocksDB's DestroyDB would) is
-    // the user's to replace; anything else needs the marker.
     if !marker.exists() && !vmemkv_compat::is_engine_database(path) {
-        return Err(format!(
-            "refusing to destroy {}: it is not empty and was not created by db_bench_port (no {} file); remove it yourself or pass --use_existing_db=1",
-            path.display(),
-            marker.display()
-        ));
+        return Err(DestroyError::NotADatabase {
+            dir: path.to_path_buf(),
+            marker,
+        });
     }
-    vmemkv_compat::destroy(path).map_err(|e| format!("cannot destroy DB directory: {e}"))
+    vmemkv_compat::destroy(path).map_err(|e| DestroyError::Engine {
+        dir: path.to_path_buf(),
+        source: e,
+    })
 }

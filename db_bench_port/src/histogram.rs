@@ -115,6 +115,11 @@ impl Histogram {
         }
     }
 
+    /// Sum of the samples.
+    pub fn sum(&self) -> u64 {
+        self.sum
+    }
+
     /// Number of samples.
     pub fn count(&self) -> u64 {
         self.num

@@ -13,6 +13,7 @@
 pub mod bench;
 pub mod config;
 pub mod dbdir;
+pub mod dbstats;
 pub mod engines;
 pub mod flag_table;
 pub mod flags;

@@ -102,10 +102,18 @@ pub fn engine_label(engine: EngineChoice) -> &'static str {
 }
 
 /// The stderr part of the header: engine and version, Date, CPU, CPUCache.
+///
+/// The first line keeps db_bench's `RocksDB:    version X` shape (parsers
+/// take the third field for the version) with the engine's version as X;
+/// the engine and the port's git revision are named after it.
 pub fn environment_text(engine: EngineChoice, version: &str) -> String {
     let mut s = String::new();
-    let label = format!("{}:", engine_label(engine));
-    let _ = writeln!(s, "{label:<11} version {version}");
+    let _ = writeln!(
+        s,
+        "RocksDB:    version {version} (engine {}; db_bench_port {})",
+        engine_label(engine),
+        crate::dbstats::GIT_SHA
+    );
     let _ = writeln!(s, "Date:       {}", ctime(unix_secs()));
     if let Some((n, model, cache)) = cpu_info() {
         let _ = writeln!(s, "CPU:        {n} * {model}");

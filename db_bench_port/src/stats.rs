@@ -8,6 +8,23 @@ use std::time::Instant;
 
 use crate::histogram::Histogram;
 
+/// Whether stderr's last output was a line ended by `\r` (progress or a
+/// long op), which a terminal overwrites but a log keeps.
+static CR_PENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Ends a pending `\r` progress line on stderr with a newline when stderr
+/// is not a terminal. RocksDB's db_bench gets the same effect from stdio
+/// buffering its stdout into a pipe until exit; this port writes stdout as
+/// it goes, so without it a `2>&1` log (RocksDB's benchmark.sh) would hold
+/// `... finished N ops   \rfillseq      : ...` and `grep ^fillseq` would miss
+/// the result line.
+pub fn end_progress_line() {
+    use std::io::IsTerminal as _;
+    if CR_PENDING.swap(false, Ordering::Relaxed) && !std::io::stderr().is_terminal() {
+        eprintln!();
+    }
+}
+
 /// The operation a histogram sample belongs to (db_bench's `OperationType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum OpType {
@@ -184,6 +201,7 @@ impl Stats {
                 .add(micros);
             if micros >= self.cfg.slow_usecs && self.cfg.stats_interval == 0 {
                 eprint!("long op: {micros} micros{:30}\r", "");
+                CR_PENDING.store(true, Ordering::Relaxed);
             }
             self.last_op_finish = now;
         }
@@ -207,6 +225,7 @@ impl Stats {
                 _ => 100000,
             };
             eprint!("... finished {} ops{:30}\r", self.done, "");
+            CR_PENDING.store(true, Ordering::Relaxed);
         } else {
             let now = Instant::now();
             let since_last = (now - self.last_report_finish).as_secs_f64();

@@ -42,8 +42,11 @@ fn a_database_open_in_another_handle_is_busy_and_kept() {
     let db = dir.path().join("db");
     let r = fill(&db);
     assert_eq!(r.code, 0, "{}", r.all());
-    let open =
-        vmemkv_compat::open(EngineKind::Vmemkv, &db, &EngineOptions::default()).expect("open");
+    // Without background work: its own key-order pass may retire a
+    // segment, which the check below would take for a removal by db_bench.
+    let mut eo = EngineOptions::default();
+    eo.extra.insert("background".into(), "false".into());
+    let open = vmemkv_compat::open(EngineKind::Vmemkv, &db, &eo).expect("open");
     open.put(&WriteOptions::default(), b"mine", b"acknowledged")
         .expect("put");
     let before = files(&db);
@@ -57,7 +60,7 @@ fn a_database_open_in_another_handle_is_busy_and_kept() {
     assert!(r.stderr.contains("Resource busy"), "{}", r.all());
     assert!(r.stderr.contains("nothing was removed"), "{}", r.all());
     let after = files(&db);
-    // The open engine may add a segment meanwhile; it may never lose one.
+    // Nothing of the open database is removed.
     assert!(
         before.iter().all(|f| after.contains(f)),
         "files removed: {before:?} -> {after:?}"
@@ -238,4 +241,93 @@ fn an_engines_own_database_is_recreated_without_the_marker() {
     let r = fill(&db);
     assert_eq!(r.code, 1, "{}", r.all());
     assert!(db.join("notes.txt").exists());
+}
+
+/// A directory laid out as RocksDB leaves it (no marker of this tool).
+fn fake_rocksdb(db: &Path) {
+    std::fs::create_dir_all(db).expect("mkdir");
+    for (name, body) in [
+        ("CURRENT", "MANIFEST-000005\n"),
+        ("MANIFEST-000005", "m"),
+        ("000007.sst", "t"),
+        ("000008.log", "w"),
+        ("OPTIONS-000009", "o"),
+        ("IDENTITY", "i"),
+        ("LOG", "l"),
+        ("LOG.old.1733140000123456", "l"),
+        ("LOCK", ""),
+    ] {
+        std::fs::write(db.join(name), body).expect("write");
+    }
+}
+
+#[test]
+fn a_rocksdb_database_is_destroyed_as_destroydb_would() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    fake_rocksdb(&db);
+    let r = fill(&db);
+    assert_eq!(r.code, 0, "{}", r.all());
+    let left = files(&db);
+    for gone in ["CURRENT", "MANIFEST-000005", "000007.sst", "OPTIONS-000009"] {
+        assert!(!left.iter().any(|f| f == gone), "{gone} left: {left:?}");
+    }
+    assert_eq!(count_keys(&db), 2000);
+}
+
+#[test]
+fn an_lmdb_database_is_destroyed_as_destroydb_would() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    std::fs::create_dir_all(&db).expect("mkdir");
+    std::fs::write(db.join("data.mdb"), b"pages").expect("write");
+    std::fs::write(db.join("lock.mdb"), b"").expect("write");
+    let r = fill(&db);
+    assert_eq!(r.code, 0, "{}", r.all());
+    assert!(!db.join("data.mdb").exists() && !db.join("lock.mdb").exists());
+    assert_eq!(count_keys(&db), 2000);
+}
+
+#[test]
+fn a_database_open_by_rocksdbs_lock_holder_is_busy_and_kept() {
+    // RocksDB holds a POSIX record lock on LOCK while open; so does the
+    // engine-side destroy, which therefore refuses.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    fake_rocksdb(&db);
+    let holder = vmemkv::DirLock::acquire(&db).expect("lock");
+    let before = files(&db);
+    let r = fill(&db);
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(
+        r.stderr.contains("Busy") || r.stderr.contains("busy"),
+        "{}",
+        r.all()
+    );
+    assert_eq!(files(&db), before);
+    drop(holder);
+}
+
+#[test]
+fn a_directory_that_is_no_database_is_refused_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    std::fs::create_dir_all(&db).expect("mkdir");
+    // CURRENT alone (no MANIFEST) is not RocksDB's signature.
+    std::fs::write(db.join("CURRENT"), b"x").expect("write");
+    std::fs::write(db.join("thesis.tex"), b"years").expect("write");
+    let r = fill(&db);
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(
+        r.stderr
+            .contains(&format!("refusing to destroy {}", db.display())),
+        "{}",
+        r.all()
+    );
+    assert_eq!(files(&db), ["CURRENT", "thesis.tex"]);
+    // The typed error, for library callers.
+    match db_bench_port::dbdir::destroy_db(&db) {
+        Err(db_bench_port::dbdir::DestroyError::NotADatabase { dir: d, .. }) => assert_eq!(d, db),
+        other => panic!("{other:?}"),
+    }
 }

@@ -167,7 +167,8 @@ fn header_matches_db_bench() {
     assert_eq!(r.code, 0, "{}", r.all());
     let err: Vec<&str> = r.stderr.lines().collect();
     assert!(
-        re(r"^harness_test: version \S+$").is_match(err[0]),
+        re(r"^RocksDB:    version \S+ \(engine harness_test; db_bench_port \S+\)$")
+            .is_match(err[0]),
         "{}",
         err[0]
     );

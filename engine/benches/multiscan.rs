@@ -16,11 +16,12 @@
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use vmemkv::multiscan::{self, residency, BufferMode, MultiScanArgs, ScanRange};
-use vmemkv::t1::{Entry, Locator, Payload, T1Config, T1};
-use vmemkv::t2::log::Log;
-use vmemkv::t2::record::Kind;
-use vmemkv::t2::segment::MapOpts;
+use vmemkv::internals::Kind;
+use vmemkv::internals::Log;
+use vmemkv::internals::MapOpts;
+use vmemkv::internals::{self as multiscan, residency};
+use vmemkv::internals::{Entry, Locator, Payload, T1Config, T1};
+use vmemkv::{BufferMode, MultiScanArgs, ScanRange};
 
 const SEG: usize = 64 << 20;
 const SCANS: u64 = 15;

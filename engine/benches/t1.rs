@@ -22,7 +22,7 @@ use crossbeam_skiplist::SkipMap;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use vmemkv::t1::{Entry, Payload, T1Config, T1};
+use vmemkv::internals::{Entry, Payload, T1Config, T1};
 
 /// Counts live heap bytes so memory per key can be measured exactly.
 struct Counting;
@@ -432,7 +432,7 @@ fn concurrency(secs: u64, split_threshold: usize, assert_pause: bool, maintenanc
                 let t0 = Instant::now();
                 let r = t.upsert(&k, entry(s));
                 hist.record(t0.elapsed().as_nanos() as u64);
-                assert!(!matches!(r, vmemkv::t1::Upsert::Stale));
+                assert!(!matches!(r, vmemkv::internals::Upsert::Stale));
                 i += 1;
                 written[w as usize].store(i, Ordering::Release);
                 if rng.random_range(0..1_000_000) == 0 {

@@ -117,7 +117,7 @@ pub(crate) fn relocation_old(h: &Header) -> Locator {
         len: h
             .body_len
             .saturating_sub(h.count_or_key_len)
-            .saturating_sub(crate::value_crc::VALUE_CRC_LEN as u32),
+            .saturating_sub(crate::t2::value_crc::VALUE_CRC_LEN as u32),
     }
 }
 
@@ -179,7 +179,7 @@ pub(crate) fn replay_record(
             let old = relocation_old(h);
             let new = Locator {
                 segment: seg_id,
-                offset: (body_off + kl + crate::value_crc::VALUE_CRC_LEN) as u32,
+                offset: (body_off + kl + crate::t2::value_crc::VALUE_CRC_LEN) as u32,
                 len: old.len,
             };
             relocate(t1, key, h.seq, old, new, adjust);

@@ -4,7 +4,7 @@
 
 /// Tag of a put sub-operation.
 pub(crate) const OP_PUT: u8 = 1;
-use crate::value_crc::VALUE_CRC_LEN;
+use crate::t2::value_crc::VALUE_CRC_LEN;
 /// Tag of a delete sub-operation.
 pub(crate) const OP_DELETE: u8 = 2;
 /// Tag of a range-delete sub-operation.
@@ -176,7 +176,7 @@ impl<'a> BatchIter<'a> {
                 let vl = self.len_at()?;
                 let (key, _) = self.bytes(kl)?;
                 // The value's own crc32c sits just before it (see
-                // `crate::value_crc`), so a locator's `offset - 4` holds it.
+                // `crate::t2::value_crc`), so a locator's `offset - 4` holds it.
                 self.bytes(VALUE_CRC_LEN)?;
                 let (value, value_offset) = self.bytes(vl)?;
                 Some(BatchOp::Put {

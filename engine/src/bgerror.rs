@@ -28,7 +28,7 @@ fn prefixed(what: &str, e: &Error) -> Error {
     match e {
         Error::InvalidArgument(s) => Error::InvalidArgument(m(s)),
         Error::Corruption(s) => Error::Corruption(m(s)),
-        Error::IoError(s) => Error::IoError(m(s)),
+        Error::IoError(s) => Error::IoError(crate::error::IoFailure::new(s.kind(), m(s))),
         Error::Busy(s) => Error::Busy(m(s)),
         Error::ShutdownInProgress(s) => Error::ShutdownInProgress(m(s)),
         Error::Poisoned(s) => Error::Poisoned(m(s)),
@@ -94,13 +94,13 @@ mod tests {
         assert!(b.take().is_none());
         b.record(
             "preallocating a segment",
-            &Error::IoError("full".into()),
+            &Error::IoError(String::from("full").into()),
             false,
         );
         assert!(b.take().is_none(), "not for writers");
         b.record(
             "background defragment",
-            &Error::IoError("disk".into()),
+            &Error::IoError(String::from("disk").into()),
             true,
         );
         assert_eq!(b.count(), 2);

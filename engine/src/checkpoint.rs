@@ -15,20 +15,6 @@ const MANIFEST_MAGIC: &str = "vmemkv-manifest 1";
 const TAG_INLINE: u8 = 1;
 const TAG_STORED: u8 = 2;
 
-/// The file name of snapshot `id`.
-pub fn snapshot_name(id: u64) -> String {
-    format!("CHECKPOINT-{id:08}.t1")
-}
-
-/// Parses a snapshot file name back into its id.
-pub fn parse_snapshot_name(name: &str) -> Option<u64> {
-    let digits = name.strip_prefix("CHECKPOINT-")?.strip_suffix(".t1")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
 /// What the MANIFEST records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
@@ -56,12 +42,12 @@ impl Manifest {
     pub fn store(&self, dir: &Path) -> Result<()> {
         let body = self.body();
         let text = format!("{body}crc={:08x}\n", crate::crc::crc32c(body.as_bytes()));
-        write_atomic(dir, crate::dir::MANIFEST_NAME, text.as_bytes())
+        write_atomic(dir, crate::files::MANIFEST, text.as_bytes())
     }
 
     /// Reads and checks `dir/MANIFEST`.
     pub fn load(dir: &Path) -> Result<Manifest> {
-        let path = dir.join(crate::dir::MANIFEST_NAME);
+        let path = dir.join(crate::files::MANIFEST);
         let text = crate::fsutil::read_file(&path, "manifest")?;
         let bad = |what: &str| Error::Corruption(format!("{}: {what}", path.display()));
         let text = std::str::from_utf8(&text).map_err(|_| bad("not UTF-8"))?;

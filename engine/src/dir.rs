@@ -10,22 +10,7 @@ use std::path::Path;
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::t2::segment;
-
-/// Name of the lock file.
-pub const LOCK_NAME: &str = "LOCK";
-/// Name of the manifest.
-pub const MANIFEST_NAME: &str = "MANIFEST";
-
-/// Whether `name` is a file this engine creates.
-pub fn is_own_file(name: &str) -> bool {
-    let base = name.strip_suffix(".tmp").unwrap_or(name);
-    matches!(
-        base,
-        LOCK_NAME | "LOG" | "LOG.old" | MANIFEST_NAME | crate::t2::durable::NAME
-    ) || segment::parse_file_name(base).is_some()
-        || crate::checkpoint::parse_snapshot_name(base).is_some()
-}
+use crate::files::{self, is_own_file};
 
 /// What the directory holds.
 #[derive(Debug, Default)]
@@ -91,15 +76,15 @@ pub fn prepare(path: &Path, create_if_missing: bool, error_if_exists: bool) -> R
                 path.display()
             )));
         }
-        if name.ends_with(".tmp") {
+        if name.ends_with(files::TMP_SUFFIX) {
             l.temps.push(name);
-        } else if let Some(id) = segment::parse_file_name(&name) {
+        } else if let Some(id) = files::parse_segment(&name) {
             l.segments.push(id);
-        } else if name == MANIFEST_NAME {
+        } else if name == files::MANIFEST {
             l.has_manifest = true;
-        } else if name == crate::t2::durable::NAME {
+        } else if name == files::LOGEND {
             l.has_log_end = true;
-        } else if crate::checkpoint::parse_snapshot_name(&name).is_some() {
+        } else if files::parse_snapshot(&name).is_some() {
             l.snapshots.push(name);
         }
     }
@@ -142,7 +127,7 @@ pub struct DirLock {
 impl DirLock {
     /// Takes the lock or fails with `Busy`.
     pub fn acquire(dir: &Path) -> Result<DirLock> {
-        let path = dir.join(LOCK_NAME);
+        let path = dir.join(files::LOCK);
         let md = std::fs::metadata(dir)
             .map_err(|e| Error::io(format!("stat of {}", dir.display()), e))?;
         let key = (md.dev(), md.ino());

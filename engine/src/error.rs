@@ -18,7 +18,7 @@ pub enum Error {
     Corruption(String),
     /// The operating system reported an error; the message names the path.
     #[error("IO error: {0}")]
-    IoError(String),
+    IoError(IoFailure),
     /// Another handle (this process or another) holds the directory's lock.
     #[error("Resource busy: {0}")]
     Busy(String),
@@ -37,6 +37,62 @@ pub enum Error {
 impl Error {
     /// Wraps an `std::io::Error` with the path or action it concerns.
     pub fn io(context: impl fmt::Display, err: std::io::Error) -> Self {
-        Error::IoError(format!("{context}: {err}"))
+        Error::IoError(IoFailure::new(err.kind(), format!("{context}: {err}")))
+    }
+}
+
+/// An I/O failure: the operating system's [`std::io::ErrorKind`] (so a
+/// caller can tell a full disk, `StorageFull`, from a read-only one,
+/// `ReadOnlyFilesystem`, or a permission problem) and a message naming the
+/// path or action. It reads as its message (`Deref<Target = str>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoFailure {
+    kind: std::io::ErrorKind,
+    message: String,
+}
+
+impl IoFailure {
+    /// A failure of `kind` with `message`.
+    pub fn new(kind: std::io::ErrorKind, message: impl Into<String>) -> Self {
+        IoFailure {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// What the operating system reported (`Other` when it was not an OS
+    /// error, e.g. a panicked background thread).
+    pub fn kind(&self) -> std::io::ErrorKind {
+        self.kind
+    }
+
+    /// The message, naming the path or action.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<String> for IoFailure {
+    fn from(message: String) -> Self {
+        IoFailure::new(std::io::ErrorKind::Other, message)
+    }
+}
+
+impl std::ops::Deref for IoFailure {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl PartialEq<&str> for IoFailure {
+    fn eq(&self, other: &&str) -> bool {
+        self.message == *other
     }
 }

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use crate::error::Result;
 
 /// Name of the info log file.
-pub const LOG_NAME: &str = "LOG";
+use crate::files::LOG as LOG_NAME;
 
 /// An append-only text log. Write failures are ignored: the info log must
 /// never fail a user operation.

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::index::{Cursor, Payload};
+use crate::state::Inner;
 use crate::t2::segment::Segment;
 
 /// Iterator bounds: keys in `[lower, upper)`; `None` leaves a side open.
@@ -336,9 +336,12 @@ impl<'a> Iter<'a> {
                                 "{} offset {off} (+{len}): value lies outside the file",
                                 seg.path.display(),
                             ))),
-                            Some(b) if self.verify => {
-                                crate::value_crc::verify(seg, off, b).map(drop)
-                            }
+                            Some(b) if self.verify => crate::t2::value_crc::verify_mapped(
+                                seg,
+                                off,
+                                b,
+                                self.inner.log.verify_once(),
+                            ),
                             Some(_) => Ok(()),
                         };
                         if let Err(e) = checked {

@@ -75,6 +75,18 @@ pub struct Statistics {
     pub t1_reorganize_max_us: u64,
     /// Longest time a T1 writer waited on maintenance, in microseconds.
     pub t1_max_writer_wait_us: u64,
+    /// T1 writes that waited on maintenance (a frozen region's seal, or an
+    /// in-flight write of the same key).
+    pub t1_writer_waits: u64,
+    /// Duration of T1's last shard reorganization, in microseconds.
+    pub t1_reorganize_last_us: u64,
+    /// Time T1 spent reorganizing shards in total, in microseconds.
+    pub t1_reorganize_total_us: u64,
+    /// Longest wait of T1 maintenance for in-flight writers to drain from a
+    /// frozen region, in microseconds (writers do not wait for it).
+    pub t1_max_drain_us: u64,
+    /// Point lookups that passed a Bloom filter and missed.
+    pub bloom_false_positives: u64,
     /// Forced reorganizations (`reorganize()` calls) since open.
     pub reorganizes: u64,
     /// Duration of the last reorganization, in microseconds.
@@ -174,9 +186,11 @@ impl fmt::Display for Statistics {
         )?;
         writeln!(
             f,
-            "reorganize: forced={} last_us={} total_us={} t1_reorganizes={} t1_max_us={} t1_max_writer_wait_us={}",
+            "reorganize: forced={} last_us={} total_us={} t1_reorganizes={} t1_last_us={} t1_max_us={} t1_total_us={} t1_max_drain_us={} t1_writer_waits={} t1_max_writer_wait_us={} bloom_false_positives={}",
             self.reorganizes, self.reorganize_last_us, self.reorganize_total_us,
-            self.t1_reorganizes, self.t1_reorganize_max_us, self.t1_max_writer_wait_us
+            self.t1_reorganizes, self.t1_reorganize_last_us, self.t1_reorganize_max_us,
+            self.t1_reorganize_total_us, self.t1_max_drain_us, self.t1_writer_waits,
+            self.t1_max_writer_wait_us, self.bloom_false_positives
         )?;
         writeln!(
             f,

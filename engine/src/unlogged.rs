@@ -22,71 +22,18 @@
 //! shared, and a region is opened only with the gate held exclusively: no
 //! logged writer is then between its check and its reservation.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use parking_lot::{Mutex, RwLockWriteGuard};
+use parking_lot::RwLockWriteGuard;
 
-use crate::db::Inner;
 use crate::error::Result;
 use crate::index::Locator;
+use crate::state::unlogged::{Region, Unlogged, MIN_REGION, REGION};
+use crate::state::Inner;
 use crate::t2::packed::{self, Directory};
 use crate::t2::record::{lsn, record_len, Header, Kind, HEADER_LEN};
-use crate::t2::segment::Segment;
-
-/// Record bytes a region reserves (as a key-order pass's records: a range
-/// crosses a directory once in eighty).
-const REGION: usize = 4 << 20;
-/// Smallest region worth taking from the end of a segment.
-const MIN_REGION: usize = 64 << 10;
-/// Unlogged writes in a row before one opens a region: a workload that
-/// mixes logged and unlogged writes keeps one record per write instead of
-/// sealing a region at every switch.
-const STREAK: u32 = 16;
-
-/// The open region and its bookkeeping; one per database.
-#[derive(Default)]
-pub(crate) struct Unlogged {
-    /// `cur.is_some()`, readable without the mutex: every logged write
-    /// checks it.
-    open: AtomicBool,
-    cur: Mutex<Option<Region>>,
-    streak: AtomicU32,
-    /// Regions sealed since open.
-    sealed: AtomicU64,
-}
-
-struct Region {
-    seg: Arc<Segment>,
-    /// Offset of the record's header.
-    off: usize,
-    /// End of the reservation.
-    end: usize,
-    dir: Directory,
-}
-
-impl Region {
-    /// Where the next value's checksum goes.
-    fn next_value(&self) -> usize {
-        self.off + HEADER_LEN + self.dir.values_len()
-    }
-
-    /// Whether `more` body bytes still fit the reservation.
-    fn fits(&self, more: usize) -> bool {
-        self.off + record_len(self.dir.body_len() + more) <= self.end
-    }
-}
 
 impl Unlogged {
-    /// Whether an unlogged write should go into a region (`true`) or be
-    /// logged as usual.
-    pub(crate) fn wants(&self) -> bool {
-        if self.open.load(Ordering::Acquire) {
-            return true;
-        }
-        self.streak.fetch_add(1, Ordering::Relaxed) >= STREAK
-    }
-
     /// A logged write is about to reserve space; the caller holds the
     /// writer gate (see the module docs). `unlogged`: it was asked for
     /// without the WAL (and logged because no region is open), so it does
@@ -99,19 +46,6 @@ impl Unlogged {
             self.seal(inner)?;
         }
         Ok(())
-    }
-
-    /// Regions sealed since open.
-    pub(crate) fn sealed(&self) -> u64 {
-        self.sealed.load(Ordering::Relaxed)
-    }
-
-    /// Bytes of values (and their checksums) in the open region.
-    pub(crate) fn open_bytes(&self) -> u64 {
-        self.cur
-            .lock()
-            .as_ref()
-            .map_or(0, |r| r.dir.values_len() as u64)
     }
 
     /// Seals the open region, if any.
@@ -159,13 +93,13 @@ impl Unlogged {
                         if let Err(e) = seg.write_at(at, &[&crc.to_le_bytes(), v]) {
                             // Zero what may have landed, so the directory
                             // and the padding after it stay well formed.
-                            let end = at + crate::value_crc::VALUE_CRC_LEN + v.len();
+                            let end = at + crate::t2::value_crc::VALUE_CRC_LEN + v.len();
                             let zeros = vec![0u8; end - start];
                             let _ = seg.write_at(start, &[&zeros]);
                             return Err(e);
                         }
                         crcs.push((crc, at));
-                        at += crate::value_crc::VALUE_CRC_LEN + v.len();
+                        at += crate::t2::value_crc::VALUE_CRC_LEN + v.len();
                     }
                     for ((k, v), &(crc, at)) in puts.iter().zip(&crcs) {
                         // Zero old locator: nothing moved.
@@ -187,7 +121,7 @@ impl Unlogged {
                     let mut last = 0;
                     for ((k, v), &(_, at)) in puts.iter().zip(&crcs) {
                         last = lsn(seg.id, at as u32);
-                        let value_off = at + crate::value_crc::VALUE_CRC_LEN;
+                        let value_off = at + crate::t2::value_crc::VALUE_CRC_LEN;
                         let p = crate::apply::put_payload(
                             inner.opts.inline_values,
                             seg.id,

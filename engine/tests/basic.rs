@@ -273,7 +273,11 @@ fn bad_directories_are_typed_errors_naming_the_path() {
         other => panic!("file as dir: {:?}", other.err()),
     }
     match Db::open(file.join("sub"), opts()) {
-        Err(Error::IoError(m)) => assert!(m.contains("plain-file"), "{m}"),
+        Err(Error::IoError(m)) => {
+            assert!(m.contains("plain-file"), "{m}");
+            // The OS's own kind survives (ENOTDIR), not a bare string.
+            assert_eq!(m.kind(), std::io::ErrorKind::NotADirectory, "{m}");
+        }
         other => panic!("dir under a file: {:?}", other.err()),
     }
     let foreign = dir.path().join("foreign");
@@ -310,7 +314,12 @@ fn bad_directories_are_typed_errors_naming_the_path() {
     };
     match Db::open(&ro, opts()) {
         Err(Error::IoError(m)) => {
-            assert!(m.contains("vmemkv-test-db") || m.contains("ro/db"), "{m}")
+            assert!(m.contains("vmemkv-test-db") || m.contains("ro/db"), "{m}");
+            assert_ne!(
+                m.kind(),
+                std::io::ErrorKind::Other,
+                "{m}: the OS's kind is kept"
+            );
         }
         other => panic!("unwritable: {:?}", other.err()),
     }

@@ -142,7 +142,7 @@ fn maintenance_run(o: Options) -> tempfile::TempDir {
     let live_in_model: u64 = model
         .iter()
         .filter(|(_, v)| v.len() > 8)
-        .map(|(k, v)| (k.len() + v.len() + vmemkv::stats::ENTRY_OVERHEAD) as u64)
+        .map(|(k, v)| (k.len() + v.len() + vmemkv::ENTRY_OVERHEAD) as u64)
         .sum();
     assert_eq!(
         s.t2_live_bytes, live_in_model,

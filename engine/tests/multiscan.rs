@@ -12,11 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use vmemkv::multiscan::{self, residency, BufferMode, MultiScanArgs, MultiScanStats, ScanRange};
-use vmemkv::t1::{Entry, Locator, Payload, T1Config, T1};
-use vmemkv::t2::log::Log;
-use vmemkv::t2::record::Kind;
-use vmemkv::t2::segment::MapOpts;
+use vmemkv::internals::Kind;
+use vmemkv::internals::Log;
+use vmemkv::internals::MapOpts;
+use vmemkv::internals::{self as multiscan, residency};
+use vmemkv::internals::{Entry, Locator, Payload, T1Config, T1};
+use vmemkv::{BufferMode, MultiScanArgs, MultiScanStats, ScanRange};
 
 const SEG: usize = 64 << 10;
 
@@ -110,7 +111,7 @@ fn run(st: &Store, args: &MultiScanArgs) -> (Results, MultiScanStats) {
 }
 
 /// Every range's entries, and the scan's stats once it is consumed.
-fn drain(mut ms: multiscan::MultiScanIter<'_>) -> (Results, MultiScanStats) {
+fn drain(mut ms: vmemkv::MultiScanIter<'_>) -> (Results, MultiScanStats) {
     let mut out = Vec::new();
     let mut i = 0;
     while ms.next_range().unwrap_or_else(|e| panic!("{e}")) {
@@ -825,7 +826,7 @@ fn unbounded_ranges_refill_across_windows() {
 #[test]
 fn scans_are_send_so_adapters_can_box_them() {
     fn assert_send<T: Send>() {}
-    assert_send::<multiscan::MultiScanIter<'static>>();
+    assert_send::<vmemkv::MultiScanIter<'static>>();
 }
 
 /// Runs in a child process with `VMEMKV_DISABLE_IO_URING=1` (the variable

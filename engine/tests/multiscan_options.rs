@@ -4,8 +4,8 @@
 mod common;
 
 use common::*;
-use vmemkv::multiscan::{residency, BufferMode, MultiScanArgs, MultiScanStats, ScanRange};
 use vmemkv::Db;
+use vmemkv::{BufferMode, MultiScanArgs, MultiScanStats, ScanRange};
 
 const N: u64 = 400;
 const LEN: usize = 3000;
@@ -13,9 +13,7 @@ const LEN: usize = 3000;
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn scan(db: &Db, mode: BufferMode) -> (Entries, MultiScanStats) {
-    for seg in db.segments() {
-        residency::evict(&seg).unwrap_or_else(|e| panic!("{e}"));
-    }
+    db.evict_page_cache().unwrap_or_else(|e| panic!("{e}"));
     let args = MultiScanArgs {
         use_async_io: true,
         buffer_mode: mode,

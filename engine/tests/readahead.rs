@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use vmemkv::multiscan::residency;
+use vmemkv::internals::residency;
 use vmemkv::Bounds;
 
 fn resident_pages(db: &vmemkv::Db) -> usize {

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::*;
-use vmemkv::multiscan::{MultiScanArgs, ScanRange};
 use vmemkv::{Db, Options, WriteBatch, WriteOptions};
+use vmemkv::{MultiScanArgs, ScanRange};
 
 fn unlogged() -> WriteOptions {
     WriteOptions {

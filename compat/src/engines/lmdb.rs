@@ -67,9 +67,12 @@ const LIMITS: Limits = Limits {
 pub(crate) fn map_err(what: &str, e: heed::Error) -> Error {
     let msg = format!("lmdb {what}: {e}");
     match e {
-        heed::Error::Mdb(MdbError::MapFull) => Error::IoError(format!(
-            "lmdb {what}: map full: the LMDB map is exhausted; reopen with a larger \
+        heed::Error::Mdb(MdbError::MapFull) => Error::IoError(crate::IoFailure::new(
+            std::io::ErrorKind::StorageFull,
+            format!(
+                "lmdb {what}: map full: the LMDB map is exhausted; reopen with a larger \
              'map_size' option"
+            ),
         )),
         heed::Error::Mdb(MdbError::ReadersFull) => Error::Busy(format!(
             "{msg}; every reader slot is in use (raise the 'max_readers' option)"
@@ -84,7 +87,7 @@ pub(crate) fn map_err(what: &str, e: heed::Error) -> Error {
         heed::Error::EnvAlreadyOpened => Error::Busy(format!(
             "{msg} (the environment is already open in this process; lock held)"
         )),
-        _ => Error::IoError(msg),
+        _ => Error::IoError(msg.into()),
     }
 }
 
@@ -255,10 +258,13 @@ impl Lmdb {
 
     fn map_write_err(&self, what: &str, e: heed::Error) -> Error {
         match e {
-            heed::Error::Mdb(MdbError::MapFull) => Error::IoError(format!(
-                "lmdb {what}: map full: the LMDB map of {} bytes is exhausted; reopen with a \
+            heed::Error::Mdb(MdbError::MapFull) => Error::IoError(crate::IoFailure::new(
+                std::io::ErrorKind::StorageFull,
+                format!(
+                    "lmdb {what}: map full: the LMDB map of {} bytes is exhausted; reopen with a \
                  larger 'map_size' option",
-                self.map_size
+                    self.map_size
+                ),
             )),
             e => self.err(what, e),
         }

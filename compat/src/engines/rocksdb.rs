@@ -101,7 +101,22 @@ fn map_err(what: &str, e: rocksdb::Error) -> Error {
         {
             Error::Busy(msg)
         }
-        _ => Error::IoError(msg),
+        // RocksDB's Status carries no errno; its message does (strerror).
+        _ => {
+            let kind = [
+                ("No space left on device", std::io::ErrorKind::StorageFull),
+                (
+                    "Read-only file system",
+                    std::io::ErrorKind::ReadOnlyFilesystem,
+                ),
+                ("Permission denied", std::io::ErrorKind::PermissionDenied),
+                ("No such file or directory", std::io::ErrorKind::NotFound),
+            ]
+            .into_iter()
+            .find_map(|(text, kind)| msg.contains(text).then_some(kind))
+            .unwrap_or(std::io::ErrorKind::Other);
+            Error::IoError(crate::IoFailure::new(kind, msg))
+        }
     }
 }
 

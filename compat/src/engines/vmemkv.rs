@@ -50,13 +50,6 @@ pub(crate) fn map_err(e: vmemkv::Error) -> Error {
     }
 }
 
-fn wo(o: &WriteOptions) -> vmemkv::WriteOptions {
-    vmemkv::WriteOptions {
-        sync: o.sync,
-        disable_wal: o.disable_wal,
-    }
-}
-
 /// Builds engine options from the generic ones.
 pub fn engine_options(opts: &EngineOptions) -> Result<vmemkv::Options> {
     let mut m = OptionMap::new("vmemkv", opts);
@@ -204,7 +197,7 @@ impl DbIterator for VIter<'_> {
 
 /// The scan, and the snapshot it reads (kept alive; dropped after it).
 struct VMultiScan<'a> {
-    it: vmemkv::multiscan::MultiScanIter<'a>,
+    it: vmemkv::MultiScanIter<'a>,
     _snapshot: Option<crate::Snapshot>,
 }
 
@@ -255,11 +248,11 @@ impl Db for VmemkvDb {
     }
 
     fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
-        self.db.put_opt(&wo(opts), key, value).map_err(map_err)
+        self.db.put_opt(opts, key, value).map_err(map_err)
     }
 
     fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
-        self.db.delete_opt(&wo(opts), key).map_err(map_err)
+        self.db.delete_opt(opts, key).map_err(map_err)
     }
 
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
@@ -271,7 +264,7 @@ impl Db for VmemkvDb {
                 BatchOp::DeleteRange { begin, end } => b.delete_range(begin, end),
             }
         }
-        self.db.write(&wo(opts), &b).map_err(map_err)
+        self.db.write(opts, &b).map_err(map_err)
     }
 
     fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>> {
@@ -303,15 +296,8 @@ impl Db for VmemkvDb {
     ) -> Result<Box<dyn MultiScan + 'a>> {
         // Same validation and messages as every other engine.
         args.validate()?;
-        let native = vmemkv::multiscan::MultiScanArgs {
-            ranges: args
-                .ranges
-                .iter()
-                .map(|r| vmemkv::multiscan::ScanRange {
-                    start: r.start.clone(),
-                    limit: r.limit.clone(),
-                })
-                .collect(),
+        let native = vmemkv::MultiScanArgs {
+            ranges: args.ranges.clone(),
             use_async_io: args.use_async_io,
             io_coalesce_threshold: args.io_coalesce_threshold,
             max_prefetch_size: args.max_prefetch_size,

@@ -14,20 +14,19 @@ mod order;
 pub(crate) mod prio;
 mod quiet;
 pub(crate) mod runs;
-pub(crate) mod throttle;
 
 pub(crate) use order::{compact_range, order_all};
 
 use crate::apply::relocation_old;
 use crate::batch::{BatchIter, BatchOp};
-use crate::db::{Inner, LOG_PER_SNAPSHOT};
 use crate::error::{Error, Result};
 use crate::index::Payload;
+use crate::state::{Inner, LOG_PER_SNAPSHOT};
 use crate::stats::Counters;
 use crate::t2::record::{split_lsn, Kind, HEADER_LEN};
 use crate::t2::scan;
-use crate::t2::segment::{self, Segment};
-use crate::value_crc::VALUE_CRC_LEN;
+use crate::t2::segment::Segment;
+use crate::t2::value_crc::VALUE_CRC_LEN;
 use mover::Mover;
 
 /// What one defragment cycle did.
@@ -317,7 +316,7 @@ pub(crate) fn defragment(inner: &Inner) -> Result<DefragReport> {
     let names: Vec<String> = rep
         .retired_segments
         .iter()
-        .map(|&i| segment::file_name(i))
+        .map(|&i| crate::files::segment(i))
         .collect();
     inner.info.log(format_args!(
         "defragment: compacted {} segments ({}), moved {} values ({} bytes), removed {} segments ({} bytes) in {:.3} ms: [{}]",
@@ -384,9 +383,12 @@ impl Background {
                         let msg = crate::bgerror::panic_message(&*p);
                         inner.background_failed(
                             &format!("background thread {name}"),
-                            &Error::IoError(format!(
-                                "panicked ({msg}); its work stops until the database is reopened"
-                            )),
+                            &Error::IoError(
+                                format!(
+                                    "panicked ({msg}); its work stops until the database is reopened"
+                                )
+                                .into(),
+                            ),
                             true,
                         );
                     }
@@ -456,7 +458,7 @@ fn preallocate(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
 /// maintenance thread busy for seconds: the rate must adapt meanwhile.
 fn control_write_rate(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
     let every = Duration::from_millis(inner.opts.maintenance_interval_ms.clamp(10, 1000));
-    let mut ctl = throttle::Controller::default();
+    let mut ctl = crate::state::throttle::Controller::default();
     let mut was = 0u64;
     loop {
         {
@@ -573,4 +575,18 @@ fn run(inner: &Inner, stop: &(Mutex<bool>, Condvar), mut runs: runs::Runs) {
         }
     }
     runs.close(inner);
+}
+
+/// T1's forced merge of every shard (drops tombstones).
+pub(crate) fn reorganize(inner: &Inner) {
+    let t0 = Instant::now();
+    inner.t1.reorganize_all();
+    crate::failpoint::hit("reorganize.merged");
+    let ns = t0.elapsed().as_nanos() as u64;
+    Counters::add(&inner.counters.reorganizes, 1);
+    Counters::set(&inner.counters.reorganize_last_ns, ns);
+    Counters::add(&inner.counters.reorganize_total_ns, ns);
+    inner
+        .info
+        .log(format_args!("reorganize: {:.3} ms", ns as f64 / 1e6));
 }

@@ -8,9 +8,9 @@
 use std::sync::Arc;
 
 use super::DefragReport;
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::index::{Entry, Locator, Payload};
+use crate::state::Inner;
 use crate::t2::packed::{self, Builder};
 use crate::t2::record::Kind;
 use crate::t2::segment::Segment;
@@ -101,7 +101,7 @@ impl<'a> Mover<'a> {
             return Ok(());
         }
         // Copying a damaged value would give it a fresh, valid checksum.
-        let crc = crate::value_crc::verify(seg, off, value)?;
+        let crc = crate::t2::value_crc::verify(seg, off, value)?;
         let more = packed::cost(key.len(), value.len());
         if !self.packed.is_empty() && self.packed.body_len() + more > self.target {
             self.flush(rep)?;

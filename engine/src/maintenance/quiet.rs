@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::db::Inner;
+use crate::state::Inner;
 use crate::stats::Counters;
 
 /// Whether writes have been quiet for `idle`.

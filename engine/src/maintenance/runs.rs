@@ -36,16 +36,14 @@
 //!
 //! [`Options::sorted_run_bytes`]: crate::Options::sorted_run_bytes
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
-
-use parking_lot::Mutex;
 
 use super::order::{self, Step};
 use super::{checkpoint_and_retire, count, cycle_budget, DefragReport};
-use crate::db::Inner;
 use crate::error::Result;
 use crate::index::Locator;
+use crate::state::Inner;
 use crate::stats::Counters;
 
 /// Runs of one level merged into one of the next. A 100-key range reads
@@ -56,36 +54,6 @@ pub(crate) const FANIN: usize = 8;
 /// A tail of at least `sorted_run_bytes / CLOSE_MIN_SHARE` is sorted at
 /// close (see [`Runs::close`]).
 const CLOSE_MIN_SHARE: u64 = 8;
-
-/// Extents of packed records (moved values) written at or after the
-/// current tail, which a tail sort leaves where they are, and the bytes
-/// movers have appended, which do not count towards the tail. Movers
-/// record only while runs are on (`sorted_run_bytes > 0`).
-#[derive(Default)]
-pub(crate) struct Packed {
-    spans: Mutex<Vec<(u32, u32, u32)>>,
-    bytes: AtomicU64,
-}
-
-impl Packed {
-    /// Records that `[start, end)` of segment `seg` holds moved values, in
-    /// a record of `record_len` bytes.
-    pub(crate) fn add(&self, seg: u32, start: u32, end: u32, record_len: u64) {
-        self.bytes.fetch_add(record_len, Ordering::Relaxed);
-        let mut v = self.spans.lock();
-        // Appends arrive in log order but for races between movers.
-        let at = v.partition_point(|&(s, o, _)| (s, o) <= (seg, start));
-        v.insert(at, (seg, start, end));
-    }
-
-    fn snapshot(&self) -> Vec<(u32, u32, u32)> {
-        self.spans.lock().clone()
-    }
-
-    fn forget_below(&self, seg: u32) {
-        self.spans.lock().retain(|&(s, _, _)| s >= seg);
-    }
-}
 
 fn in_spans(spans: &[(u32, u32, u32)], l: Locator) -> bool {
     let i = spans.partition_point(|&(s, o, _)| (s, o) <= (l.segment, l.offset));
@@ -443,6 +411,7 @@ impl Runs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::moved::Packed;
 
     fn loc(segment: u32, offset: u32) -> Locator {
         Locator {

@@ -10,8 +10,8 @@
 //! direct, and a window of entries 90% of whose pages were read recently
 //! is advised into the page cache, where later scans find it resident.
 //!
-//! Each segment keeps one bit per page ([`PageMarks`], allocated on first
-//! use: 2 KiB for a 64 MiB segment), exact rather than hashed: a first
+//! Each segment keeps one bit per page (`t2::marks::PageMarks`, allocated
+//! on first use: 2 KiB for a 64 MiB segment), exact rather than hashed: a first
 //! version marked 256 KiB chunks in a hashed table, and over a 400-op run
 //! of random 64 KB windows a third of the chunks got marked, so unrelated
 //! windows that merely shared a chunk were sent to the page cache.
@@ -38,9 +38,9 @@
 //! spread ranges that chance is `1 - exp(-read / log)`, past 0.2 once
 //! `read` is about `log / 4`.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::residency::PAGE;
+use crate::t2::marks::Scanned;
 
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 /// Scans are re-reading a log once they have read, in all, this part of
@@ -49,76 +49,14 @@ const REREAD_SHARE: u64 = 4;
 /// Bytes read directly by `Auto` scans in the current generation.
 static DIRECT_BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// One bit per page of a segment: read by an `Auto` scan recently.
-pub(crate) struct PageMarks {
-    generation: AtomicU64,
-    bits: Box<[AtomicU64]>,
+/// The current generation, for the segments' page marks.
+pub(crate) fn generation() -> u64 {
+    GENERATION.load(Ordering::Relaxed)
 }
 
-impl PageMarks {
-    /// Marks for a segment of `size` bytes.
-    pub fn new(size: usize) -> PageMarks {
-        let words = size.div_ceil(PAGE).div_ceil(64);
-        PageMarks {
-            generation: AtomicU64::new(GENERATION.load(Ordering::Relaxed)),
-            bits: (0..words).map(|_| AtomicU64::new(0)).collect(),
-        }
-    }
-
-    /// Marks pages `[first, end)` and returns how many of them were marked
-    /// already, and how many there are.
-    pub fn touch(&self, first: usize, end: usize) -> (usize, usize) {
-        let now = GENERATION.load(Ordering::Relaxed);
-        let was = self.generation.swap(now, Ordering::Relaxed);
-        if was + 1 < now {
-            // Older than the previous generation: forget it. (A racing
-            // scan may lose a mark or keep a stale one; either costs one
-            // read of the wrong kind, never a wrong value.)
-            for w in self.bits.iter() {
-                w.store(0, Ordering::Relaxed);
-            }
-        }
-        let (mut seen, mut total) = (0, 0);
-        for p in first..end {
-            let Some(w) = self.bits.get(p / 64) else {
-                break;
-            };
-            let bit = 1u64 << (p % 64);
-            seen += usize::from(w.fetch_or(bit, Ordering::Relaxed) & bit != 0);
-            total += 1;
-        }
-        (seen, total)
-    }
-}
-
-/// Bytes of windows `Auto` scans of one log have planned since it was
-/// opened, to tell when they are re-reading it; and how many async scans
-/// of it are running.
-#[derive(Default)]
-pub(crate) struct Scanned {
-    bytes: AtomicU64,
-    running: AtomicUsize,
-}
-
-impl Scanned {
-    pub fn add(&self, bytes: u64) {
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
-    }
-
-    /// Scans have read enough of the `log`-byte log to be re-reading it.
-    pub fn rereading(&self, log: u64) -> bool {
-        self.bytes.load(Ordering::Relaxed) >= log / REREAD_SHARE
-    }
-
-    /// An async scan starts; returns how many others are running. Each call
-    /// is paired with one [`Scanned::stop`].
-    pub fn start(&self) -> usize {
-        self.running.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub fn stop(&self) {
-        self.running.fetch_sub(1, Ordering::Relaxed);
-    }
+/// Scans have read enough of the `log`-byte log to be re-reading it.
+pub(crate) fn rereading(scanned: &Scanned, log: u64) -> bool {
+    scanned.bytes() >= log / REREAD_SHARE
 }
 
 /// Counts `bytes` read directly by an `Auto` scan; `horizon` bytes of them
@@ -135,19 +73,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pages_are_new_once_then_remembered_for_two_generations() {
-        let m = PageMarks::new(1 << 20);
-        assert_eq!(m.touch(0, 3), (0, 3));
-        assert_eq!(m.touch(1, 2), (1, 1), "same page");
-        assert_eq!(m.touch(2, 5), (1, 3), "one page was read");
-        // A generation later the marks are still there...
+    fn a_horizon_of_direct_reads_turns_the_generation() {
+        let g = generation();
+        read_directly(10, u64::MAX);
+        assert!(generation() >= g, "below the horizon the generation stays");
         read_directly(u64::MAX / 2, 0);
-        assert_eq!(m.touch(0, 1), (1, 1));
-        // ...two later they are gone.
-        read_directly(u64::MAX / 2, 0);
-        read_directly(u64::MAX / 2, 0);
-        assert_eq!(m.touch(1, 2), (0, 1));
-        // Past the end of the segment nothing is counted.
-        assert_eq!(m.touch(255, 258), (0, 1));
+        assert!(generation() > g, "past the horizon it turns");
+    }
+
+    #[test]
+    fn a_log_is_rereading_once_a_quarter_was_scanned() {
+        let s = Scanned::default();
+        s.add(24);
+        assert!(!rereading(&s, 100));
+        s.add(1);
+        assert!(rereading(&s, 100));
     }
 }

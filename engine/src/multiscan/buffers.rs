@@ -9,7 +9,7 @@
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
-const ALIGN: usize = super::residency::PAGE;
+const ALIGN: usize = crate::t2::residency::PAGE;
 /// Buffer sizes are multiples of this, so similar reads share buffers.
 const GRANULE: usize = 16 << 10;
 /// Bytes of idle buffers one ring keeps.

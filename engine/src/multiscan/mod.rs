@@ -118,15 +118,15 @@ pub(crate) mod admission;
 mod ahead;
 mod buffers;
 pub mod fallback;
+
 pub(crate) mod plan;
 mod readahead;
-pub mod residency;
 mod uring;
 
 use crate::error::{Error, Result};
 use crate::index::{Cursor, T1};
 use crate::t2::log::Log;
-use crate::value_crc::VALUE_CRC_LEN;
+use crate::t2::value_crc::VALUE_CRC_LEN;
 use plan::{Extent, Item, Planner, SegTable, Val, Window, NO_EXT};
 use uring::Reader;
 
@@ -437,6 +437,7 @@ fn min_upper(a: Option<&[u8]>, b: Option<&[u8]>) -> Option<Vec<u8>> {
     }
 }
 
+#[cfg(feature = "internals")]
 /// Starts a MultiScan over the engine's T1 and value log. With
 /// `use_async_io` (and io_uring available) each range's first window is
 /// resolved and its reads submitted before the next range is resolved, all
@@ -492,7 +493,7 @@ pub(crate) fn multi_scan_with<'a>(
                 reader.keeps_buffers(),
                 mode == uring::Mode::Direct,
                 admit.is_some(),
-                admit.is_some_and(|size| log.scanned.rereading(size)),
+                admit.is_some_and(|size| admission::rereading(&log.scanned, size)),
             ),
             reader,
             extents: Vec::new(),
@@ -733,11 +734,11 @@ impl<'a> MultiScanIter<'a> {
             {
                 if let Some(s) = self.segs.segs.get(seg as usize) {
                     let want = match self.buffered(VALUE_CRC_LEN) {
-                        Some(b) => crate::value_crc::parse(b),
-                        None => crate::value_crc::stored(s, off as usize),
+                        Some(b) => crate::t2::value_crc::parse(b),
+                        None => crate::t2::value_crc::stored(s, off as usize),
                     };
                     if let Err(e) =
-                        crate::value_crc::verify_against(s, off as usize, want, self.value())
+                        crate::t2::value_crc::verify_against(s, off as usize, want, self.value())
                     {
                         // Never expose the damaged bytes.
                         self.at = None;
@@ -833,7 +834,7 @@ impl<'a> MultiScanIter<'a> {
             })
         });
         if let Some(b) = bytes {
-            residency::prefetch_lines(b.get(..PREFETCH_BYTES).unwrap_or(b));
+            crate::t2::residency::prefetch_lines(b.get(..PREFETCH_BYTES).unwrap_or(b));
         }
     }
 

@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::residency::{self, PAGE};
 use crate::error::{Error, Result};
 use crate::index::{Cursor, Payload, T1};
 use crate::t2::log::Log;
+use crate::t2::residency::{self, PAGE};
 use crate::t2::segment::Segment;
-use crate::value_crc::VALUE_CRC_LEN;
+use crate::t2::value_crc::VALUE_CRC_LEN;
 
 /// Sentinel for "no extent": the value is inline, resident or beyond the
 /// prefetch budget, and is read through the mapping.
@@ -524,7 +524,8 @@ impl Planner {
             }
             let end = sp.ve.div_ceil(PAGE);
             if first < end {
-                let (s, t) = seg.scan_marks().touch(first, end);
+                let now = super::admission::generation();
+                let (s, t) = seg.scan_marks(now).touch(now, first, end);
                 seen += s;
                 total += t;
                 done = Some((sp.seg, end));

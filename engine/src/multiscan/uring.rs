@@ -6,7 +6,7 @@
 //! rather than per thread keeps the scan `Send`: its completions arrive on
 //! its own ring whichever thread polls it.
 //!
-//! The MultiScan's `unsafe` lives here and in `residency.rs` (`mincore`,
+//! The MultiScan's `unsafe` lives here and in `t2/residency.rs` (`mincore`,
 //! `madvise`, `posix_fadvise`). The invariant that makes the
 //! reads sound: a buffer handed to the kernel is owned by a [`Reader`]
 //! slot that is neither resized nor freed until its completion has been

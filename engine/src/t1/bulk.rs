@@ -79,11 +79,13 @@ impl BulkLoader<'_> {
         self.cur_len = 0;
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// Entries pushed so far.
     pub fn len(&self) -> u64 {
         self.pushed
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// True if nothing was pushed.
     pub fn is_empty(&self) -> bool {
         self.pushed == 0

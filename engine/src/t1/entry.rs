@@ -3,21 +3,12 @@
 /// Values of at most this many bytes live inside the index entry and never touch T2.
 pub const INLINE_MAX: usize = 8;
 
-/// Where a value lives in T2: bytes `[offset, offset+len)` of segment file `segment`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Locator {
-    /// Segment file id.
-    pub segment: u32,
-    /// Byte offset of the record inside the segment.
-    pub offset: u32,
-    /// Length in bytes.
-    pub len: u32,
-}
+pub use crate::t2::Locator;
 
 /// What an entry says about its key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Payload {
-    /// A value of at most [`INLINE_MAX`] bytes, stored in the entry (`bytes[..len]`).
+    /// A value of at most `INLINE_MAX` bytes, stored in the entry (`bytes[..len]`).
     Inline {
         /// Number of meaningful bytes in `bytes`.
         len: u8,
@@ -52,6 +43,7 @@ impl Payload {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// True for [`Payload::Tombstone`].
     pub fn is_tombstone(&self) -> bool {
         matches!(self, Payload::Tombstone)

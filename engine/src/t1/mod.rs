@@ -84,7 +84,6 @@ use std::time::Duration;
 use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::{Condvar, Mutex};
 
-pub use bulk::{BulkLoader, OutOfOrder};
 pub use cursor::Cursor;
 pub use entry::{Entry, Locator, Payload, Upsert, INLINE_MAX};
 
@@ -438,6 +437,7 @@ impl T1 {
         (!r.is_tombstone()).then(|| r.decode())
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// The newest entry for `key`, tombstones included (`None` if T1 has none).
     #[inline]
     pub fn get_entry(&self, key: &[u8]) -> Option<Entry> {
@@ -447,6 +447,7 @@ impl T1 {
         st.get(key, &self.inner.stats.bloom_fp).map(|r| r.decode())
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// Reorganizes from now on keep tombstones with a seq above `seq` and drop the
     /// rest. Set it to a seq such that every write with a lower or equal seq has been
     /// applied to T1 (see "Tombstones" in the module docs). Default `u64::MAX`.
@@ -479,6 +480,7 @@ impl T1 {
         self.inner.merge_append_regions(go_on)
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// One synchronous maintenance pass (what the background thread runs): reorganizes
     /// shards whose append region passed `reorganize_threshold`, splits shards larger
     /// than `split_threshold`.
@@ -486,6 +488,7 @@ impl T1 {
         self.inner.maintain_once();
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// Splits the shard holding `key` at its median key (or at `key` itself when
     /// `at_key`). Returns false if the shard cannot split (fewer than two keys, or
     /// `key` is the shard's lower bound).
@@ -505,6 +508,7 @@ impl T1 {
         dir.shards.iter().map(|s| s.state.load().approx_len()).sum()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// True if no region holds any entry.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

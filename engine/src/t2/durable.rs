@@ -27,8 +27,7 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 
-/// The file's name.
-pub const NAME: &str = "LOGEND";
+use crate::files::LOGEND as NAME;
 const MAGIC: &[u8; 8] = b"VMKVEND1";
 const SLOTS: [u64; 2] = [0, 2048];
 const FILE_LEN: u64 = 4096;

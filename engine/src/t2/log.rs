@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -73,7 +73,10 @@ pub struct Log {
     pub max_rollover_ns: AtomicU64,
     /// How much of the log MultiScans have read (their page-cache
     /// admission, `multiscan::admission`).
-    pub(crate) scanned: crate::multiscan::admission::Scanned,
+    pub(crate) scanned: super::marks::Scanned,
+    /// The log fits in half the memory budget, so values read through the
+    /// mapping are checked once per residency (`value_crc::Verified`).
+    verify_once: AtomicBool,
     /// `LOGEND`: how far the acknowledged log reaches (`durable.rs`).
     durable: DurableEnd,
     /// Appenders between their reservation and their finished record.
@@ -122,11 +125,41 @@ impl Log {
             sync_counters: SyncCounters::default(),
             max_rollover_ns: AtomicU64::new(0),
             scanned: Default::default(),
+            verify_once: AtomicBool::new(false),
             durable,
             in_flight: InFlight::default(),
             open_reserved: AtomicU64::new(u64::MAX),
             poison: std::sync::OnceLock::new(),
-        })
+        }
+        .with_verify_once())
+    }
+
+    fn with_verify_once(self) -> Log {
+        self.update_verify_once();
+        self
+    }
+
+    /// Whether a value read through the mapping may skip its check after
+    /// the first (`value_crc::verify_mapped`).
+    #[inline]
+    pub(crate) fn verify_once(&self) -> bool {
+        self.verify_once.load(Ordering::Relaxed)
+    }
+
+    /// Recomputes [`Self::verify_once`] as the log grows or shrinks: with
+    /// a log larger than half the memory budget, pages leave memory unseen
+    /// and every read checks its value.
+    fn update_verify_once(&self) {
+        let bytes = (self.segments.load().len() as u64 + 1).saturating_mul(self.seg_size as u64);
+        let fits = crate::membudget::budget().is_none_or(|b| bytes <= b / 2);
+        if !fits && self.verify_once.swap(false, Ordering::Relaxed) {
+            // Marks set while it fitted no longer say anything.
+            for s in self.segments.load().values() {
+                s.forget_verified();
+            }
+        } else if fits {
+            self.verify_once.store(true, Ordering::Relaxed);
+        }
     }
 
     /// `Err(Poisoned)` once a write or sync of the log has failed.
@@ -152,6 +185,7 @@ impl Log {
         r
     }
 
+    #[cfg(feature = "internals")]
     /// The LSN `LOGEND` last stored.
     pub fn durable_lsn(&self) -> u64 {
         self.durable.lsn()
@@ -168,6 +202,7 @@ impl Log {
             .map(drop)
     }
 
+    #[cfg(feature = "internals")]
     /// A new log in `dir` (an empty directory): its `LOGEND` and first
     /// segment.
     pub fn create(dir: &Path, seg_size: usize, map_opts: MapOpts) -> Result<Log> {
@@ -446,6 +481,7 @@ impl Log {
         });
         self.active.store(seg);
         self.spare_cv.notify_all();
+        self.update_verify_once();
         self.max_rollover_ns
             .fetch_max(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         Ok(())
@@ -621,6 +657,7 @@ impl Log {
         }
         if !gone.is_empty() {
             sync_dir(&self.dir)?;
+            self.update_verify_once();
         }
         Ok(gone)
     }

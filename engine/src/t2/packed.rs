@@ -19,8 +19,8 @@
 //! [`Kind::Packed`]: super::record::Kind::Packed
 
 use super::record::Header;
-use crate::index::Locator;
-use crate::value_crc::VALUE_CRC_LEN;
+use super::value_crc::VALUE_CRC_LEN;
+use super::Locator;
 
 /// Fixed bytes of a directory entry before its key.
 const DIR_FIXED: usize = 24;
@@ -164,7 +164,7 @@ impl Directory {
     ) {
         let crc_bytes = value_crc.to_le_bytes();
         self.values_crc = crate::crc::crc32c_append(self.values_crc, &crc_bytes);
-        self.values_crc = crate::value_crc::combine(self.values_crc, value_crc, value_len);
+        self.values_crc = crate::t2::value_crc::combine(self.values_crc, value_crc, value_len);
         self.values_len += VALUE_CRC_LEN + value_len;
         self.dir
             .extend_from_slice(&(key.len() as u32).to_le_bytes());
@@ -326,7 +326,7 @@ mod tests {
             assert_eq!(e.seq, 10 + i as u64);
             assert_eq!(e.old.segment, 3);
             let value = &body[e.value_off..e.value_off + e.old.len as usize];
-            let stored = crate::value_crc::parse(&body[e.value_off - VALUE_CRC_LEN..]);
+            let stored = crate::t2::value_crc::parse(&body[e.value_off - VALUE_CRC_LEN..]);
             assert_eq!(stored, Some(crate::crc::crc32c(value)));
         }
         assert_eq!(

@@ -9,7 +9,7 @@
 //! MultiScan synchronous path (the entered range) and iterators (the next
 //! entries once a scan is detected).
 
-use crate::multiscan::residency::resident;
+use crate::t2::residency::resident;
 use crate::t2::segment::Segment;
 
 const PAGE: u64 = 4096;

@@ -18,7 +18,7 @@ pub enum Kind {
     Batch = 1,
     /// A live value moved by defragment; keeps the original seq.
     Relocation = 2,
-    /// Written into a segment's last [`SEAL_LEN`] bytes when the log rolls
+    /// Written into a segment's last `SEAL_LEN` bytes when the log rolls
     /// over to the next segment (`extra` = that segment's id). Recovery
     /// thereby knows the next segment existed: if it is missing, its writes
     /// were lost, which is reported instead of passing silently.

@@ -156,7 +156,7 @@ pub fn recover(
             "{} offset {off}: {what}, below the durable end of the log \
              ({} offset {doff}, from LOGEND): acknowledged writes there are lost",
             seg.path.display(),
-            crate::t2::segment::file_name(ds)
+            crate::files::segment(ds)
         ))
     };
     for (i, seg) in segs.iter().enumerate() {
@@ -178,7 +178,7 @@ pub fn recover(
                     Kind::Seal if last => {
                         let next = seg
                             .path
-                            .with_file_name(crate::t2::segment::file_name(f.header.extra as u32));
+                            .with_file_name(crate::files::segment(f.header.extra as u32));
                         return Err(Error::Corruption(format!(
                             "{} offset {off}: sealed at a rollover to {}, which is missing; \
                              the writes logged there are lost",

@@ -37,20 +37,6 @@ thread_local! {
     static RECORD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The file name of segment `id`.
-pub fn file_name(id: u32) -> String {
-    format!("{id:08x}.seg")
-}
-
-/// Parses a segment file name back into its id.
-pub fn parse_file_name(name: &str) -> Option<u32> {
-    let hex = name.strip_suffix(".seg")?;
-    if hex.len() != 8 {
-        return None;
-    }
-    u32::from_str_radix(hex, 16).ok()
-}
-
 /// How segments are mapped (ablation switches).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MapOpts {
@@ -84,7 +70,9 @@ pub struct Segment {
     /// when the filesystem refuses it.
     direct: std::sync::OnceLock<Option<(File, usize)>>,
     /// Pages MultiScans read recently (their admission to the page cache).
-    scan_marks: std::sync::OnceLock<crate::multiscan::admission::PageMarks>,
+    scan_marks: std::sync::OnceLock<super::marks::PageMarks>,
+    /// Values checked since their pages were last read from the file.
+    verified: std::sync::OnceLock<super::value_crc::Verified>,
 }
 
 impl std::fmt::Debug for Segment {
@@ -105,8 +93,12 @@ impl Segment {
     /// complete one, never a short file that would fail the next open
     /// (`*.tmp` files are removed on open). Callers fsync the directory.
     pub fn create(dir: &Path, id: u32, size: usize, mo: MapOpts) -> Result<Segment> {
-        let path = dir.join(file_name(id));
-        let tmp = dir.join(format!("{}.tmp", file_name(id)));
+        let path = dir.join(crate::files::segment(id));
+        let tmp = dir.join(format!(
+            "{}{}",
+            crate::files::segment(id),
+            crate::files::TMP_SUFFIX
+        ));
         let _ = std::fs::remove_file(&tmp);
         let built = Self::build(&tmp, size);
         let linked = built.and_then(|file| {
@@ -218,14 +210,29 @@ impl Segment {
             live: AtomicI64::new(0),
             direct: std::sync::OnceLock::new(),
             scan_marks: std::sync::OnceLock::new(),
+            verified: std::sync::OnceLock::new(),
         })
     }
 
     /// The pages of this segment MultiScans read recently, allocated on
     /// first use.
-    pub(crate) fn scan_marks(&self) -> &crate::multiscan::admission::PageMarks {
+    /// Which values were checked (`value_crc::Verified`), allocated on
+    /// first use: 128 KiB for a 64 MiB segment.
+    pub(crate) fn verified(&self) -> &super::value_crc::Verified {
+        self.verified
+            .get_or_init(|| super::value_crc::Verified::new(self.size))
+    }
+
+    /// Forgets which values were checked: their pages leave memory.
+    pub(crate) fn forget_verified(&self) {
+        if let Some(v) = self.verified.get() {
+            v.forget();
+        }
+    }
+
+    pub(crate) fn scan_marks(&self, now: u64) -> &super::marks::PageMarks {
         self.scan_marks
-            .get_or_init(|| crate::multiscan::admission::PageMarks::new(self.size))
+            .get_or_init(|| super::marks::PageMarks::new(self.size, now))
     }
 
     /// File size in bytes.
@@ -605,7 +612,6 @@ mod tests {
             0
         );
         assert!(seg.bytes(1 << 16, 1).is_none());
-        assert_eq!(parse_file_name(&file_name(0xab)), Some(0xab));
     }
 
     #[test]

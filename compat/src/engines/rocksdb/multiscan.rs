@@ -51,12 +51,12 @@ impl VmkStatus {
             1 => Error::InvalidArgument(msg),
             2 => Error::NotSupported(msg),
             3 => Error::Corruption(msg),
-            4 => Error::IoError(msg),
+            4 => Error::IoError(msg.into()),
             5 => Error::Busy(msg),
             6 => Error::Incomplete(msg),
             7 => Error::PrefetchLimitReached(msg),
             8 => Error::ShutdownInProgress(msg),
-            _ => Error::IoError(msg),
+            _ => Error::IoError(msg.into()),
         }
     }
 }

@@ -61,6 +61,7 @@ pub(crate) fn prefetch_lines(b: &[u8]) {
 /// processes have mapped stay resident.
 pub fn evict(seg: &Segment) -> Result<()> {
     seg.flush_range(0, seg.size())?;
+    seg.forget_verified();
     if let Some(b) = seg.bytes(0, seg.size()) {
         // SAFETY: the range is the whole live mapping (page-aligned).
         // MADV_DONTNEED on a MAP_SHARED file mapping only drops page-table
@@ -99,6 +100,7 @@ pub fn resident_bytes(seg: &Segment) -> usize {
     v.iter().filter(|p| *p & 1 != 0).count() * PAGE
 }
 
+#[cfg(feature = "internals")]
 /// Resident pages of `[start, start+len)` of `seg` (`start` page-aligned).
 pub fn resident_pages_in(seg: &Segment, start: usize, len: usize) -> usize {
     let mut v = Vec::new();

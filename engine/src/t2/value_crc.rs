@@ -3,6 +3,8 @@
 //! below the checkpoint LSN are never replayed, so without this a flipped
 //! bit in an old record would be returned as data nobody wrote.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::error::{Error, Result};
 use crate::t2::segment::Segment;
 
@@ -111,6 +113,99 @@ pub(crate) fn verify_against(
     )))
 }
 
+/// Values at least this long are checked once while their pages stay in
+/// memory ([`Verified`]); shorter ones cost less to check than to track.
+/// Two such values start at least 64 bytes apart (60 + their 4-byte
+/// checksum), so one bit per 64-byte grain names one value.
+pub(crate) const ONCE_MIN_LEN: usize = 60;
+const GRAIN: usize = 64;
+/// Marks older than this are dropped, so a value read again is checked at
+/// least this often even if the engine never saw its page leave memory.
+const REVERIFY_MS: u64 = 30_000;
+
+/// Which values of a segment were checked since their pages were last
+/// (possibly) read from the file: RocksDB checks a block when it reads it
+/// from the file and not on a block-cache hit; through a mapping a value
+/// in memory is a cache hit. A mark is dropped when the engine evicts the
+/// segment, after [`REVERIFY_MS`], and never set while the log is larger
+/// than memory (`Log::verify_once`), where pages come and go unseen.
+pub(crate) struct Verified {
+    since_ms: AtomicU64,
+    bits: Box<[AtomicU64]>,
+}
+
+impl Verified {
+    /// Marks for a segment of `size` bytes.
+    pub fn new(size: usize) -> Verified {
+        Verified {
+            since_ms: AtomicU64::new(now_ms()),
+            bits: (0..size.div_ceil(GRAIN).div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    fn slot(&self, off: usize) -> Option<(&AtomicU64, u64)> {
+        let g = off / GRAIN;
+        Some((self.bits.get(g / 64)?, 1u64 << (g % 64)))
+    }
+
+    /// Whether the value at `off` was checked, and its mark still current.
+    fn is_set(&self, off: usize) -> bool {
+        if now_ms().saturating_sub(self.since_ms.load(Ordering::Relaxed)) > REVERIFY_MS {
+            self.forget();
+            return false;
+        }
+        self.slot(off)
+            .is_some_and(|(w, bit)| w.load(Ordering::Relaxed) & bit != 0)
+    }
+
+    fn set(&self, off: usize) {
+        if let Some((w, bit)) = self.slot(off) {
+            w.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
+
+    /// Drops every mark: the next read of each value checks it.
+    pub fn forget(&self) {
+        self.since_ms.store(now_ms(), Ordering::Relaxed);
+        for w in self.bits.iter() {
+            w.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Milliseconds of the coarse monotonic clock (a few ns per call, against
+/// 20+ for the precise one: it is read once per checked value).
+fn now_ms() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    if rc != 0 {
+        return u64::MAX;
+    }
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+}
+
+/// [`verify`] for a value read through the mapping: with `once` (the log
+/// fits in memory), a value long enough to track is checked on its first
+/// read and then, while its mark lasts, not again.
+pub(crate) fn verify_mapped(seg: &Segment, off: usize, value: &[u8], once: bool) -> Result<()> {
+    if !once || value.len() < ONCE_MIN_LEN {
+        return verify(seg, off, value).map(drop);
+    }
+    let marks = seg.verified();
+    if marks.is_set(off) {
+        return Ok(());
+    }
+    verify(seg, off, value)?;
+    marks.set(off);
+    Ok(())
+}
+
 #[cfg(test)]
 mod combine_tests {
     use super::combine;
@@ -139,5 +234,33 @@ mod combine_tests {
                 "len {len}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod verified_tests {
+    use super::*;
+
+    #[test]
+    fn a_mark_names_one_value_and_forgetting_clears_all() {
+        let v = Verified::new(1 << 20);
+        assert!(!v.is_set(0));
+        v.set(64);
+        assert!(v.is_set(64) && v.is_set(127), "one grain");
+        assert!(!v.is_set(128) && !v.is_set(0), "its neighbours");
+        v.set((1 << 20) + 64); // past the end: ignored
+        v.forget();
+        assert!(!v.is_set(64));
+    }
+
+    #[test]
+    fn marks_expire() {
+        let v = Verified::new(4096);
+        v.set(0);
+        v.since_ms
+            .store(now_ms().saturating_sub(REVERIFY_MS + 1), Ordering::Relaxed);
+        assert!(!v.is_set(0), "an old mark is dropped");
+        v.set(0);
+        assert!(v.is_set(0));
     }
 }

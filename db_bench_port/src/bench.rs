@@ -41,6 +41,9 @@ pub struct Benchmark {
     results: Vec<Value>,
     skipped: Vec<Value>,
     maintenance: Vec<Value>,
+    /// Seconds each engine open took (the first open, and one per
+    /// `--use_existing_db=0` benchmark that recreates the database).
+    open_seconds: Vec<f64>,
     started: String,
     run_lock: Option<RunLock>,
     /// The counting wrapper's counters, when it wraps the engine.
@@ -99,6 +102,7 @@ impl Benchmark {
             results: Vec::new(),
             skipped: Vec::new(),
             maintenance: Vec::new(),
+            open_seconds: Vec::new(),
             started: output::ctime(output::unix_secs()),
             run_lock: None,
             counters: None,
@@ -139,8 +143,10 @@ impl Benchmark {
                     error_if_exists: false,
                     extra: self.cfg.extra.clone(),
                 };
+                let t0 = Instant::now();
                 let db = vmemkv_compat::open(kind, path, &opts)
                     .map_err(|e| Fatal(format!("open error: {e}")))?;
+                self.open_seconds.push(t0.elapsed().as_secs_f64());
                 if create && !marker.exists() {
                     std::fs::write(&marker, format!("{}\n", kind.as_str()))
                         .map_err(|e| Fatal(format!("cannot write {}: {e}", marker.display())))?;
@@ -879,6 +885,7 @@ impl Benchmark {
             "results": self.results,
             "skipped": self.skipped,
             "maintenance": self.maintenance,
+            "open_seconds": self.open_seconds,
             "statistics": if c.statistics { self.db.as_ref().and_then(|d| d.statistics()) } else { None },
             "error": error,
         });

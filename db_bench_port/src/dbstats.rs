@@ -268,6 +268,10 @@ impl Db for CountingDb {
     fn limits(&self) -> Limits {
         self.inner.limits()
     }
+    fn capabilities(&self) -> vmemkv_compat::Capabilities {
+        self.inner.capabilities()
+    }
+
     fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         let t0 = self.counters.start();
         let r = self.inner.get_into(opts, key, out);

@@ -42,8 +42,21 @@ fn smoke_report_writes_all_files_with_a_winner_row_per_workload() {
         .collect();
     assert!(failed.is_empty(), "failed runs:\n{}", failed.join("\n"));
 
+    // Seed 004's fill-then-read section: every engine's round measured its
+    // fill, its open and its reads.
+    let seed = json["seed004"].as_array().expect("seed004 array");
+    assert!(!seed.is_empty(), "seed-004 did not run");
+    for r in seed {
+        assert_eq!(r["status"], "ok", "seed-004 round failed: {r}");
+        for f in ["fill_secs", "open_secs", "reads_per_sec"] {
+            assert!(r[f].as_f64().is_some_and(|x| x > 0.0), "{f} missing: {r}");
+        }
+    }
+
     let md = std::fs::read_to_string(out.path().join("report.md")).expect("read report.md");
     assert!(md.contains("## Winner table"));
+    assert!(md.contains("## Seed 004: fill 1M keys, then 20M reads on 8 threads"));
+    assert!(md.contains("| HaloDB (not run: Java"));
     for w in [
         "Insert",
         "Update (Zipf)",

@@ -56,8 +56,8 @@ use fjall::{
 
 use super::collapse::{collapse, has_delete_range};
 use crate::{
-    check_sizes, BatchOp, Db, DbIterator, EngineOptions, Error, Limits, OptionMap, ReadOptions,
-    Result, Snapshot, WriteBatch, WriteOptions,
+    check_sizes, BatchOp, Db, DbIterator, EngineOptions, Error, IoFailure, Limits, OptionMap,
+    ReadOptions, Result, Snapshot, WriteBatch, WriteOptions,
 };
 use vmemkv::DirLock;
 
@@ -88,9 +88,8 @@ const KEYSPACE: &str = "default";
 /// `io::ErrorKind` of an I/O error in the message.
 pub(crate) fn map_err(what: &str, e: fjall::Error) -> Error {
     match e {
-        fjall::Error::Io(io) => Error::IoError(format!("fjall {what}: {:?}: {io}", io.kind())),
-        fjall::Error::Storage(fjall::LsmError::Io(io)) => {
-            Error::IoError(format!("fjall {what}: {:?}: {io}", io.kind()))
+        fjall::Error::Io(io) | fjall::Error::Storage(fjall::LsmError::Io(io)) => {
+            Error::IoError(IoFailure::new(io.kind(), format!("fjall {what}: {io}")))
         }
         fjall::Error::Locked => Error::Busy(format!(
             "fjall {what}: the database lock is held by another handle"
@@ -105,7 +104,7 @@ pub(crate) fn map_err(what: &str, e: fjall::Error) -> Error {
         | fjall::Error::InvalidTrailer
         | fjall::Error::InvalidTag(_)
         | fjall::Error::Unrecoverable) => Error::Corruption(format!("fjall {what}: {e:?}")),
-        e => Error::IoError(format!("fjall {what}: {e:?}")),
+        e => Error::IoError(format!("fjall {what}: {e:?}").into()),
     }
 }
 

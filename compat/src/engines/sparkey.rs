@@ -32,6 +32,7 @@
 //! * A second open of the same directory fails with `Busy` (vmemkv's
 //!   `<dir>/LOCK`).
 
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -41,8 +42,8 @@ use sparkey::{hash, log};
 
 use super::collapse::collapse;
 use crate::{
-    Capabilities, Capability, Db, DbIterator, EngineOptions, Error, Limits, OptionMap, ReadOptions,
-    Result, Snapshot, WriteBatch, WriteOptions,
+    Capabilities, Capability, Db, DbIterator, EngineOptions, Error, IoFailure, Limits, OptionMap,
+    ReadOptions, Result, Snapshot, WriteBatch, WriteOptions,
 };
 use vmemkv::DirLock;
 
@@ -69,10 +70,12 @@ const LIMITS: Limits = Limits {
 pub(crate) fn map_err(what: &str, path: &Path, e: SpError) -> Error {
     let msg = format!("sparkey {what} ({}): {e}", path.display());
     match e.kind() {
-        SpKind::IO(io) => Error::IoError(format!("{msg}: {:?}", io.kind())),
-        SpKind::OutOfDisk => Error::IoError(format!("{msg}: StorageFull")),
-        SpKind::FileNotFound => Error::IoError(format!("{msg}: NotFound")),
-        SpKind::PermissionDenied => Error::IoError(format!("{msg}: PermissionDenied")),
+        SpKind::IO(io) => Error::IoError(IoFailure::new(io.kind(), msg)),
+        SpKind::OutOfDisk => Error::IoError(IoFailure::new(ErrorKind::StorageFull, msg)),
+        SpKind::FileNotFound => Error::IoError(IoFailure::new(ErrorKind::NotFound, msg)),
+        SpKind::PermissionDenied => {
+            Error::IoError(IoFailure::new(ErrorKind::PermissionDenied, msg))
+        }
         SpKind::FileBusy => Error::Busy(msg),
         SpKind::WrongLogMagicNumber
         | SpKind::WrongLogMajorVersion
@@ -90,7 +93,7 @@ pub(crate) fn map_err(what: &str, path: &Path, e: SpError) -> Error {
         SpKind::InvalidCompressionBlockSize | SpKind::InvalidCompressionType => {
             Error::InvalidArgument(msg)
         }
-        _ => Error::IoError(msg),
+        _ => Error::IoError(msg.into()),
     }
 }
 
@@ -214,11 +217,14 @@ impl Sparkey {
                 // from the whole log, which the index only summarises.
                 let first = map_err("build index", &self.index_path, e);
                 let _ = std::fs::remove_file(&self.index_path);
-                build_and_open().map_err(|e| {
-                    Error::IoError(format!(
-                        "{first}; rebuilding from scratch failed too: {}",
-                        map_err("build index", &self.index_path, e)
-                    ))
+                build_and_open().map_err(|e| match map_err("build index", &self.index_path, e) {
+                    // Keep the second failure's category (a full disk stays
+                    // StorageFull) and say that the first one came before it.
+                    Error::IoError(f) => Error::IoError(IoFailure::new(
+                        f.kind(),
+                        format!("{first}; rebuilding from scratch failed too: {f}"),
+                    )),
+                    second => second,
                 })?
             }
         };

@@ -275,6 +275,19 @@ pub fn variants(scale: Scale, with_rivals: bool) -> Vec<Variant> {
             is_vmemkv: false,
             all_threads: true,
         });
+        for (label, engine) in [
+            ("fjall", "fjall"),
+            ("fjall-blob", "fjall-blob"),
+            ("Sparkey", "sparkey"),
+        ] {
+            v.push(Variant {
+                label,
+                engine,
+                flags: &[],
+                is_vmemkv: false,
+                all_threads: true,
+            });
+        }
     }
     v
 }

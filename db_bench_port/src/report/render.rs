@@ -224,6 +224,31 @@ fn all_medians_md(results: &Results) -> String {
     s
 }
 
+/// The seed-004 section of `report.md`, empty when it did not run.
+fn seed004_md(results: &Results) -> String {
+    let table = super::seed004::table_md(&results.seed004);
+    if table.is_empty() {
+        return table;
+    }
+    format!(
+        "## Seed 004: fill 1M keys, then 20M reads on {} threads\n\n\
+         `fillseq,flush` of {} keys (8 B keys, 1,024 B values), then `readrandom` with \
+         `--threads={}` on the filled database, page cache warm; {} rounds, engines \
+         interleaved, medians. Fill time counts the flush, where Sparkey builds its hash \
+         index. Times relative to LMDB: below 1 is faster. The seed's columns are its own \
+         machine's figures (koron/java-halodb-playground), as ratios to its LMDB.\n\n{table}\n",
+        super::seed004::THREADS,
+        results.seed004.first().map_or(0, |r| r.keys),
+        super::seed004::THREADS,
+        results
+            .seed004
+            .iter()
+            .map(|r| r.rep)
+            .max()
+            .map_or(0, |m| m + 1),
+    )
+}
+
 /// The whole `report.md`.
 pub fn markdown(results: &Results) -> String {
     let mut s = header_md(results);
@@ -236,6 +261,7 @@ pub fn markdown(results: &Results) -> String {
     s.push('\n');
     s.push_str(&super::bgjobs::table_md(&results.background_jobs));
     s.push('\n');
+    s.push_str(&seed004_md(results));
     s.push_str(&fairness_md(results));
     s.push('\n');
     s.push_str(&all_medians_md(results));
@@ -530,6 +556,20 @@ pub fn html(results: &Results) -> String {
         }
     }
 
+    let seed = super::seed004::table_md(&results.seed004);
+    if !seed.is_empty() {
+        let _ = writeln!(
+            s,
+            "<h2>Seed 004: fill 1M keys, then 20M reads on 8 threads</h2>"
+        );
+        s.push_str(&md_to_html_table(&seed));
+        let _ = writeln!(s, "<ul>");
+        for l in seed.lines().filter_map(|l| l.strip_prefix("- ")) {
+            let _ = writeln!(s, "<li>{}</li>", html_escape(l));
+        }
+        let _ = writeln!(s, "</ul>");
+    }
+
     let _ = writeln!(s, "<h2>Scaling and fairness</h2><ul>");
     for line in fairness_md(results)
         .lines()
@@ -589,6 +629,7 @@ mod tests {
             run_secs: 1,
             ltm_run_secs: 2,
             background_jobs: Vec::new(),
+            seed004: Vec::new(),
             threads: vec![1, 4],
             repeats: 3,
             cgroup: String::new(),

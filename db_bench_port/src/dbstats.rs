@@ -41,6 +41,8 @@ pub enum Ctr {
     WalWrites,
     /// Key and value bytes of those.
     WalBytes,
+    /// Write requests with `sync` on, which may share a commit group.
+    SyncWrites,
     /// Point reads (`get`, `get_into`).
     Gets,
     /// Value bytes point reads returned.
@@ -197,6 +199,9 @@ impl CountingDb {
         if !opts.disable_wal {
             c.add(Ctr::WalWrites, 1);
             c.add(Ctr::WalBytes, bytes);
+        }
+        if opts.sync {
+            c.add(Ctr::SyncWrites, 1);
         }
     }
 }
@@ -422,6 +427,10 @@ pub struct EngineFigures {
     pub stall_micros: u64,
     /// WAL syncs (vmemkv: group-commit msync rounds).
     pub wal_syncs: u64,
+    /// Whether sync writes share those syncs, one leader's round serving
+    /// every writer waiting at the time (vmemkv), so that a round is a
+    /// commit group; otherwise every write commits alone.
+    pub syncs_group_writes: bool,
     /// Whether the engine has a write-ahead log at all.
     pub has_wal: bool,
 }
@@ -449,6 +458,7 @@ impl EngineFigures {
                     delayed_writes: g("write throttle.delayed_writes"),
                     stall_micros: g("write throttle.delay_us"),
                     wal_syncs: g("sync.rounds"),
+                    syncs_group_writes: true,
                     has_wal: true,
                 }
             }
@@ -484,6 +494,8 @@ pub struct Figures {
     pub wal_writes: u64,
     /// Their bytes.
     pub wal_bytes: u64,
+    /// Write requests with `sync` on.
+    pub sync_writes: u64,
     /// The engine's own figures.
     pub engine: EngineFigures,
 }
@@ -500,9 +512,39 @@ impl Figures {
             ingest_bytes: c.get(Ctr::BytesWritten),
             wal_writes: if has_wal { c.get(Ctr::WalWrites) } else { 0 },
             wal_bytes: if has_wal { c.get(Ctr::WalBytes) } else { 0 },
+            sync_writes: c.get(Ctr::SyncWrites),
             engine,
         }
     }
+
+    /// Commit groups since open: RocksDB's `rocksdb.write.self`.
+    pub fn commit_groups(&self) -> u64 {
+        commit_groups(
+            self.writes,
+            self.sync_writes,
+            self.engine.wal_syncs,
+            self.engine.syncs_group_writes,
+        )
+    }
+}
+
+/// RocksDB's commit groups: one per leader that committed for itself and
+/// the followers queued behind it, so writes ÷ groups is the mean group
+/// size. vmemkv appends every record on its own, so a write without
+/// `sync` is a group alone; sync writes share `msync` rounds, each a
+/// group. Rounds also serve the engine's own syncs (open, flush,
+/// checkpoint), which group no write: capping by the sync writes keeps
+/// those from reading as groups when no writer waited, and the floor of
+/// one covers a window whose sync writes were all served by a round
+/// counted in the window before.
+fn commit_groups(writes: u64, sync_writes: u64, syncs: u64, syncs_group_writes: bool) -> u64 {
+    let sync_writes = sync_writes.min(writes);
+    let synced = if syncs_group_writes && sync_writes > 0 {
+        syncs.clamp(1, sync_writes)
+    } else {
+        sync_writes
+    };
+    writes - sync_writes + synced
 }
 
 const KB: f64 = 1024.0;
@@ -708,71 +750,75 @@ pub fn stats_block(cur: &Figures, prev: &Figures) -> String {
         e.delayed_writes.saturating_sub(pe.delayed_writes)
     );
 
-    // ** DB Stats **: RocksDB's DumpDBStats. Every write commits on its own
-    // (no write groups), so commit groups equal writes.
+    // ** DB Stats **: RocksDB's DumpDBStats.
     let _ = write!(
         s,
         "\n** DB Stats **\nUptime(secs): {:.1} total, {:.1} interval\n",
         cur.uptime_secs, interval
     );
-    let _ = writeln!(
-        s,
-        "Cumulative writes: {} writes, {} keys, {} commit groups, {:.1} writes per commit group, ingest: {:.2} GB, {:.2} MB/s",
-        number_to_human(cur.writes),
-        number_to_human(cur.keys),
-        number_to_human(cur.writes),
-        cur.writes as f64 / (cur.writes as f64).max(1.0),
-        cur.ingest_bytes as f64 / GB,
-        cur.ingest_bytes as f64 / MB / up
-    );
-    let _ = writeln!(
-        s,
-        "Cumulative WAL: {} writes, {} syncs, {:.2} writes per sync, written: {:.2} GB, {:.2} MB/s",
-        number_to_human(cur.wal_writes),
-        number_to_human(e.wal_syncs),
-        cur.wal_writes as f64 / (e.wal_syncs as f64).max(1.0),
-        cur.wal_bytes as f64 / GB,
-        cur.wal_bytes as f64 / MB / up
-    );
-    let _ = writeln!(
-        s,
-        "Cumulative stall: {}, {:.1} percent",
-        human_micros(e.stall_micros),
-        e.stall_micros as f64 / 10000.0 / up
-    );
-    let iw = cur.writes.saturating_sub(prev.writes);
-    let ik = cur.keys.saturating_sub(prev.keys);
-    let ib = cur.ingest_bytes.saturating_sub(prev.ingest_bytes);
-    let _ = writeln!(
-        s,
-        "Interval writes: {} writes, {} keys, {} commit groups, {:.1} writes per commit group, ingest: {:.2} MB, {:.2} MB/s",
-        number_to_human(iw),
-        number_to_human(ik),
-        number_to_human(iw),
-        iw as f64 / (iw as f64).max(1.0),
-        ib as f64 / MB,
-        ib as f64 / MB / iup
-    );
-    let iww = cur.wal_writes.saturating_sub(prev.wal_writes);
-    let isy = e.wal_syncs.saturating_sub(pe.wal_syncs);
-    let iwb = cur.wal_bytes.saturating_sub(prev.wal_bytes);
-    let _ = writeln!(
-        s,
-        "Interval WAL: {} writes, {} syncs, {:.2} writes per sync, written: {:.2} GB, {:.2} MB/s",
-        number_to_human(iww),
-        number_to_human(isy),
-        iww as f64 / (isy as f64).max(1.0),
-        iwb as f64 / GB,
-        iwb as f64 / MB / iup
-    );
-    let ist = e.stall_micros.saturating_sub(pe.stall_micros);
-    let _ = writeln!(
-        s,
-        "Interval stall: {}, {:.1} percent",
-        human_micros(ist),
-        ist as f64 / 10000.0 / iup
-    );
+    db_stats_window(&mut s, Window::Cumulative, cur, prev);
+    db_stats_window(&mut s, Window::Interval, cur, prev);
     s
+}
+
+/// The span a group of DB-stats lines covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Window {
+    /// Since the database was opened.
+    Cumulative,
+    /// Since the previous dump.
+    Interval,
+}
+
+/// RocksDB's writes, WAL and stall lines of `** DB Stats **` for `window`.
+/// RocksDB prints the interval's ingest in MB and the cumulative one in
+/// GB; the lines differ in nothing else.
+fn db_stats_window(s: &mut String, window: Window, cur: &Figures, prev: &Figures) {
+    let zero = Figures::default();
+    let (label, base, ingest_unit, ingest_div) = match window {
+        Window::Cumulative => ("Cumulative", &zero, "GB", GB),
+        Window::Interval => ("Interval", prev, "MB", MB),
+    };
+    let (e, be) = (&cur.engine, &base.engine);
+    let secs = (cur.uptime_secs - base.uptime_secs).max(0.001);
+    let writes = cur.writes.saturating_sub(base.writes);
+    let keys = cur.keys.saturating_sub(base.keys);
+    let ingest = cur.ingest_bytes.saturating_sub(base.ingest_bytes);
+    let syncs = e.wal_syncs.saturating_sub(be.wal_syncs);
+    let groups = commit_groups(
+        writes,
+        cur.sync_writes.saturating_sub(base.sync_writes),
+        syncs,
+        e.syncs_group_writes,
+    );
+    let _ = writeln!(
+        s,
+        "{label} writes: {} writes, {} keys, {} commit groups, {:.1} writes per commit group, ingest: {:.2} {ingest_unit}, {:.2} MB/s",
+        number_to_human(writes),
+        number_to_human(keys),
+        number_to_human(groups),
+        writes as f64 / (groups as f64).max(1.0),
+        ingest as f64 / ingest_div,
+        ingest as f64 / MB / secs
+    );
+    let wal_writes = cur.wal_writes.saturating_sub(base.wal_writes);
+    let wal_bytes = cur.wal_bytes.saturating_sub(base.wal_bytes);
+    let _ = writeln!(
+        s,
+        "{label} WAL: {} writes, {} syncs, {:.2} writes per sync, written: {:.2} GB, {:.2} MB/s",
+        number_to_human(wal_writes),
+        number_to_human(syncs),
+        wal_writes as f64 / (syncs as f64).max(1.0),
+        wal_bytes as f64 / GB,
+        wal_bytes as f64 / MB / secs
+    );
+    let stall = e.stall_micros.saturating_sub(be.stall_micros);
+    let _ = writeln!(
+        s,
+        "{label} stall: {}, {:.1} percent",
+        human_micros(stall),
+        stall as f64 / 10000.0 / secs
+    );
 }
 
 /// One ticker line of RocksDB's `Statistics::ToString`.
@@ -825,8 +871,11 @@ pub fn tickers(c: &Counters, f: &Figures) -> Vec<(&'static str, u64)> {
         ),
         ("rocksdb.wal.synced", e.wal_syncs),
         ("rocksdb.wal.bytes", f.wal_bytes),
-        ("rocksdb.write.self", f.writes),
-        ("rocksdb.write.other", 0),
+        ("rocksdb.write.self", f.commit_groups()),
+        (
+            "rocksdb.write.other",
+            f.writes.saturating_sub(f.commit_groups()),
+        ),
         ("rocksdb.write.wal", f.wal_writes),
         ("rocksdb.compact.read.bytes", e.compact_read_bytes),
         ("rocksdb.compact.write.bytes", e.compact_write_bytes),
@@ -919,6 +968,19 @@ mod tests {
         assert_eq!(bytes_to_human(64 << 20), "64.00 MB");
         assert_eq!(human_micros(0), "00:00:0.000 H:M:S");
         assert_eq!(human_micros(3_723_500_000), "01:02:3.500 H:M:S");
+    }
+
+    #[test]
+    fn commit_groups_share_sync_rounds_only_where_the_engine_groups() {
+        // 10 writes, 8 with sync, 2 rounds: 2 alone + 2 groups.
+        assert_eq!(commit_groups(10, 8, 2, true), 4);
+        // An engine whose syncs group nothing: every write alone.
+        assert_eq!(commit_groups(10, 8, 2, false), 10);
+        // More rounds than sync writes: the extra rounds grouped no write.
+        assert_eq!(commit_groups(10, 8, 50, true), 10);
+        // Sync writes whose round fell in the window before.
+        assert_eq!(commit_groups(3, 3, 0, true), 1);
+        assert_eq!(commit_groups(0, 0, 4, true), 0);
     }
 
     #[test]

@@ -51,6 +51,7 @@ fn figures() -> (Figures, Figures) {
         delayed_writes: 7,
         stall_micros: 1_500_000,
         wal_syncs: 12,
+        syncs_group_writes: true,
         has_wal: true,
     };
     let cur = Figures {
@@ -60,6 +61,7 @@ fn figures() -> (Figures, Figures) {
         ingest_bytes: 21_474_836_480,
         wal_writes: 100_000,
         wal_bytes: 42_000_000,
+        sync_writes: 100_000,
         engine: engine.clone(),
     };
     let prev = Figures {
@@ -69,6 +71,7 @@ fn figures() -> (Figures, Figures) {
         ingest_bytes: 21_000_000,
         wal_writes: 50_000,
         wal_bytes: 21_000_000,
+        sync_writes: 50_000,
         engine: EngineFigures {
             compact_read_bytes: 0,
             compact_write_bytes: 0,
@@ -118,6 +121,110 @@ fn stats_block_is_rocksdbs_and_benchmark_sh_reads_every_field() {
     }
     let blob = last_line_starting(&text, "Blob file count:");
     assert_eq!(format!("{}{}", field(blob, 7), field(blob, 8)), "0.0GB,");
+
+    // 50K writes without sync commit alone; 100K sync writes shared 12
+    // msync rounds: 50,012 groups. The interval: 50K alone, 50K in 10.
+    let cw = last_line_starting(&text, "Cumulative writes:");
+    assert_eq!((field(cw, 7), field(cw, 10)), ("50K", "3.0"), "{cw}");
+    let iw = last_line_starting(&text, "Interval writes:");
+    assert_eq!((field(iw, 7), field(iw, 10)), ("50K", "2.0"), "{iw}");
+}
+
+/// A stand-in named `vmemkv` whose statistics text reports group-commit
+/// rounds, so that the wrapper, the engine figures and the rendering are
+/// checked together with grouping no real run can produce on demand.
+struct GroupingEngine {
+    inner: HarnessTestDb,
+    stats: &'static str,
+}
+
+impl Db for GroupingEngine {
+    fn name(&self) -> &'static str {
+        "vmemkv"
+    }
+    fn limits(&self) -> vmemkv_compat::Limits {
+        self.inner.limits()
+    }
+    fn get_into(
+        &self,
+        o: &ReadOptions,
+        k: &[u8],
+        out: &mut Vec<u8>,
+    ) -> vmemkv_compat::Result<bool> {
+        self.inner.get_into(o, k, out)
+    }
+    fn put(&self, o: &WriteOptions, k: &[u8], v: &[u8]) -> vmemkv_compat::Result<()> {
+        self.inner.put(o, k, v)
+    }
+    fn delete(&self, o: &WriteOptions, k: &[u8]) -> vmemkv_compat::Result<()> {
+        self.inner.delete(o, k)
+    }
+    fn write(&self, o: &WriteOptions, b: &WriteBatch) -> vmemkv_compat::Result<()> {
+        self.inner.write(o, b)
+    }
+    fn iter<'a>(
+        &'a self,
+        o: &ReadOptions,
+    ) -> vmemkv_compat::Result<Box<dyn vmemkv_compat::DbIterator + 'a>> {
+        self.inner.iter(o)
+    }
+    fn property(&self, name: &str) -> Option<String> {
+        self.inner.property(name)
+    }
+    fn statistics(&self) -> Option<String> {
+        Some(self.stats.to_string())
+    }
+}
+
+#[test]
+fn commit_groups_are_sync_rounds_for_sync_writes_and_one_per_other_write() {
+    // 6 sync writes served by 2 rounds, 2 writes without sync: 4 groups.
+    let db = CountingDb::new(
+        Box::new(GroupingEngine {
+            inner: HarnessTestDb::new(),
+            stats: "sync: rounds=2 waiters=6\n",
+        }),
+        false,
+    );
+    let counters = db.counters();
+    for i in 0..6u8 {
+        db.put(&WriteOptions::sync(), &[b'k', i], b"v")
+            .expect("put");
+    }
+    let mut b = WriteBatch::new();
+    b.put(b"x", b"1");
+    b.put(b"y", b"2");
+    db.write(&WriteOptions::default(), &b).expect("write");
+    db.delete(&WriteOptions::default(), b"x").expect("delete");
+    let f = Figures::collect(&counters, &db, 1.0);
+    assert_eq!((f.writes, f.sync_writes, f.commit_groups()), (8, 6, 4));
+    let text = dbstats::stats_block(&f, &Figures::default());
+    let cw = last_line_starting(&text, "Cumulative writes:");
+    assert!(
+        cw.starts_with(
+            "Cumulative writes: 8 writes, 9 keys, 4 commit groups, 2.0 writes per commit group,"
+        ),
+        "{cw}"
+    );
+    let ticks = dbstats::tickers(&counters, &f);
+    let tick = |n: &str| ticks.iter().find(|(k, _)| *k == n).map(|t| t.1);
+    assert_eq!(tick("rocksdb.write.self"), Some(4));
+    assert_eq!(tick("rocksdb.write.other"), Some(4));
+
+    // Rounds beyond the sync writes (the engine's own flushes and
+    // checkpoints) group no write.
+    let db = CountingDb::new(
+        Box::new(GroupingEngine {
+            inner: HarnessTestDb::new(),
+            stats: "sync: rounds=9 waiters=10\n",
+        }),
+        false,
+    );
+    let counters = db.counters();
+    db.put(&WriteOptions::sync(), b"k", b"v").expect("put");
+    db.put(&WriteOptions::default(), b"j", b"v").expect("put");
+    let f = Figures::collect(&counters, &db, 1.0);
+    assert_eq!(f.commit_groups(), 2);
 }
 
 #[test]
@@ -254,7 +361,9 @@ fn a_run_writes_log_lines_stats_statistics_and_one_warning_per_flag() {
     let out = &r.stdout;
     let writes = last_line_starting(out, "Cumulative writes");
     assert!(
-        writes.starts_with("Cumulative writes: 3000 writes, 3000 keys,"),
+        writes.starts_with(
+            "Cumulative writes: 3000 writes, 3000 keys, 3000 commit groups, 1.0 writes per commit group,"
+        ),
         "{writes}"
     );
     assert!(out.contains("\n Sum "), "{out}");

@@ -13,20 +13,17 @@ use crate::config::{Config, EngineChoice};
 use crate::dbdir::{destroy_db, marker_path, RunLock};
 use crate::dbstats::{self, Counters, CountingDb, Figures};
 use crate::engines::harness_test::HarnessTestDb;
+use crate::error::{BenchError, Result};
 use crate::keys::{KeyGen, ValueSizeDist};
 use crate::monitor::{run_injector, run_reporter, Injection, StopSignal, Timeline};
 use crate::output;
 use crate::stats::{CombinedStats, Stats, StatsConfig, Summary};
 use crate::workloads::{self as w, Method, Params, Shared, ThreadState};
 
-/// A failure that ends the run with exit status 1.
-#[derive(Debug)]
-pub struct Fatal(pub String);
-
 /// How one `--benchmarks` entry runs.
 enum Plan {
     Threads { method: Method, fresh_db: bool },
-    Main(fn(&mut Benchmark, &str) -> Result<(), Fatal>),
+    Main(fn(&mut Benchmark, &str) -> Result<()>),
     Skip(&'static str),
     Unknown,
 }
@@ -70,7 +67,7 @@ fn hist_json(h: &crate::histogram::Histogram) -> Value {
 
 /// The key and value sizes the flags ask for, against the engine's limits,
 /// before any workload allocates a buffer of that size.
-fn check_limits(cfg: &Config, limits: &vmemkv_compat::Limits, engine: &str) -> Result<(), Fatal> {
+fn check_limits(cfg: &Config, limits: &vmemkv_compat::Limits, engine: &str) -> Result<()> {
     let largest_value = match cfg.value_dist {
         crate::keys::ValueSizeDist::Fixed(v) => ("--value_size", v),
         crate::keys::ValueSizeDist::Uniform(_, hi) | crate::keys::ValueSizeDist::Normal(_, hi) => {
@@ -82,9 +79,10 @@ fn check_limits(cfg: &Config, limits: &vmemkv_compat::Limits, engine: &str) -> R
         (largest_value.0, largest_value.1, limits.max_value_size),
     ] {
         if let Some(max) = max.filter(|m| asked > *m) {
-            return Err(Fatal(format!(
-                "Invalid argument: {flag}={asked} exceeds {engine}'s limit of {max} bytes"
-            )));
+            return Err(BenchError::flag(
+                flag.trim_start_matches('-'),
+                format!("Invalid argument: {flag}={asked} exceeds {engine}'s limit of {max} bytes"),
+            ));
         }
     }
     Ok(())
@@ -111,21 +109,20 @@ impl Benchmark {
         }
     }
 
-    fn open(&mut self) -> Result<(), Fatal> {
+    fn open(&mut self) -> Result<()> {
         self.db = None;
         let db: Box<dyn Db> = match self.cfg.engine {
             EngineChoice::HarnessTest => Box::new(
                 HarnessTestDb::with_options(&self.cfg.extra)
-                    .map_err(|e| Fatal(format!("open error: {e}")))?,
+                    .map_err(|e| BenchError::engine("open error", e))?,
             ),
             EngineChoice::Compat(kind) => {
                 let path = &self.cfg.db;
                 // As db_bench: --use_existing_db opens without creating.
                 let create = !self.cfg.use_existing_db;
                 if create {
-                    std::fs::create_dir_all(path).map_err(|e| {
-                        Fatal(format!("open error: cannot create {}: {e}", path.display()))
-                    })?;
+                    std::fs::create_dir_all(path)
+                        .map_err(|e| BenchError::io("open error: cannot create", path, e))?;
                 }
                 let marker = marker_path(path);
                 if let Ok(prev) = std::fs::read_to_string(&marker) {
@@ -145,11 +142,11 @@ impl Benchmark {
                 };
                 let t0 = Instant::now();
                 let db = vmemkv_compat::open(kind, path, &opts)
-                    .map_err(|e| Fatal(format!("open error: {e}")))?;
+                    .map_err(|e| BenchError::engine("open error", e))?;
                 self.open_seconds.push(t0.elapsed().as_secs_f64());
                 if create && !marker.exists() {
                     std::fs::write(&marker, format!("{}\n", kind.as_str()))
-                        .map_err(|e| Fatal(format!("cannot write {}: {e}", marker.display())))?;
+                        .map_err(|e| BenchError::io("cannot write", &marker, e))?;
                 }
                 db
             }
@@ -199,24 +196,24 @@ impl Benchmark {
             && (self.cfg.statistics || self.cfg.benchmarks.iter().any(|b| b == "stats"))
     }
 
-    fn destroy(&mut self) -> Result<(), Fatal> {
+    fn destroy(&mut self) -> Result<()> {
         self.db = None;
         if self.cfg.engine == EngineChoice::HarnessTest {
             return Ok(());
         }
-        destroy_db(&self.cfg.db).map_err(|e| Fatal(e.to_string()))
+        Ok(destroy_db(&self.cfg.db)?)
     }
 
     /// Runs everything; on `Err` the caller prints the message and exits 1.
-    pub fn run(&mut self) -> Result<(), Fatal> {
+    pub fn run(&mut self) -> Result<()> {
         let r = self.run_inner();
-        if let Err(Fatal(msg)) = &r {
-            self.write_json(Some(msg));
+        if let Err(e) = &r {
+            self.write_json(Some(&e.to_string()));
         }
         r
     }
 
-    fn run_inner(&mut self) -> Result<(), Fatal> {
+    fn run_inner(&mut self) -> Result<()> {
         if self.cfg.seed == 0 {
             self.seed_base = output::unix_micros();
             print_out(&format!(
@@ -233,14 +230,17 @@ impl Benchmark {
         // engine must not destroy the database it would have replaced.
         if let EngineChoice::Compat(kind) = self.cfg.engine {
             if !kind.is_compiled_in() {
-                return Err(Fatal(format!(
-                    "open error: Not supported: --engine={kind} is not compiled into this build; rebuild with `--features {}`",
-                    kind.cargo_feature().unwrap_or("rivals")
-                )));
+                return Err(BenchError::engine(
+                    "open error",
+                    Error::NotSupported(format!(
+                        "--engine={kind} is not compiled into this build; rebuild with `--features {}`",
+                        kind.cargo_feature().unwrap_or("rivals")
+                    )),
+                ));
             }
         }
         if self.cfg.engine != EngineChoice::HarnessTest {
-            self.run_lock = Some(RunLock::acquire(&self.cfg.db).map_err(Fatal)?);
+            self.run_lock = Some(RunLock::acquire(&self.cfg.db)?);
         }
         if !self.cfg.use_existing_db {
             self.destroy()?;
@@ -439,19 +439,24 @@ impl Benchmark {
         }
     }
 
-    fn run_entry(&mut self, entry: &str) -> Result<(), Fatal> {
+    fn run_entry(&mut self, entry: &str) -> Result<()> {
         let mut name = entry.to_string();
         let mut repeat = 1usize;
         let mut warmup = 0usize;
+        let bad = || {
+            BenchError::flag(
+                "benchmarks",
+                format!("unknown benchmark arguments '{entry}'"),
+            )
+        };
         if name.ends_with(']') {
             let Some(open) = name.find('[') else {
                 eprintln!("unknown benchmark arguments '{name}'");
-                return Err(Fatal(format!("unknown benchmark arguments '{entry}'")));
+                return Err(bad());
             };
             let args = name[open + 1..name.len() - 1].to_string();
             name.truncate(open);
             for a in args.split('-').filter(|a| !a.is_empty()) {
-                let bad = || Fatal(format!("unknown benchmark arguments '{entry}'"));
                 if let Some(n) = a.strip_prefix('X') {
                     repeat = n.parse().map_err(|_| bad())?;
                 } else if let Some(n) = a.strip_prefix('W') {
@@ -463,7 +468,10 @@ impl Benchmark {
             return Ok(());
         }
         match Self::plan(&name) {
-            Plan::Unknown => Err(Fatal(format!("unknown benchmark '{name}'"))),
+            Plan::Unknown => Err(BenchError::flag(
+                "benchmarks",
+                format!("unknown benchmark '{name}'"),
+            )),
             Plan::Skip(why) => {
                 print_out(&format!(
                     "Skipped benchmark {name}: not supported by db_bench_port: {why}\n"
@@ -553,18 +561,13 @@ impl Benchmark {
         }
     }
 
-    fn db(&self) -> Result<&dyn Db, Fatal> {
+    fn db(&self) -> Result<&dyn Db> {
         self.db
             .as_deref()
-            .ok_or_else(|| Fatal("internal error: no database is open".into()))
+            .ok_or_else(|| BenchError::Invariant("internal error: no database is open".into()))
     }
 
-    fn run_benchmark(
-        &mut self,
-        name: &str,
-        method: Method,
-        warmup: bool,
-    ) -> Result<Summary, Fatal> {
+    fn run_benchmark(&mut self, name: &str, method: Method, warmup: bool) -> Result<Summary> {
         let (params, n) = self.params(name);
         let first_seed = self.seed_base.wrapping_add(self.total_thread_count + 1);
         let db = self.db()?;
@@ -634,16 +637,15 @@ impl Benchmark {
         let (injected, ended_secs) = injected;
         self.total_thread_count += n as u64;
         if panicked {
-            return Err(Fatal(format!(
-                "Fatal error during \"{name}\": a benchmark thread panicked"
-            )));
+            let e = BenchError::Invariant("a benchmark thread panicked".into());
+            return Err(during(name, e));
         }
-        if let Some(msg) = shared.fatal.lock().ok().and_then(|f| f.clone()) {
-            eprintln!("{msg}");
-            return Err(Fatal(format!("Fatal error during \"{name}\": {msg}")));
+        if let Some(e) = shared.fatal.lock().ok().and_then(|mut f| f.take()) {
+            eprintln!("{e}");
+            return Err(during(name, e));
         }
         let merged = Stats::merge_all(&stats)
-            .ok_or_else(|| Fatal(format!("no thread statistics for {name}")))?;
+            .ok_or_else(|| BenchError::Invariant(format!("no thread statistics for {name}")))?;
         let summary = merged.summary(name);
         crate::stats::end_progress_line();
         print_out(&summary.report_text());
@@ -663,7 +665,10 @@ impl Benchmark {
                 ));
                 continue;
             }
-            let status = inj.error.as_deref().unwrap_or("OK");
+            let status = inj
+                .error
+                .as_ref()
+                .map_or_else(|| "OK".to_string(), ToString::to_string);
             // Operations stop when the benchmark does: a call that outlasts
             // it is rated over the time both ran, not its whole duration.
             let overlap = inj.took_secs.min(ended_secs - inj.started_secs).max(0.0);
@@ -681,13 +686,15 @@ impl Benchmark {
                 inj.ops_during
             ));
             if let Some(e) = &inj.error {
-                failed.get_or_insert_with(|| format!("{} failed: {e}", inj.what.name()));
+                failed.get_or_insert_with(|| {
+                    BenchError::engine(format!("{} failed", inj.what.name()), e.clone())
+                });
             }
         }
         self.record(&summary, n, warmup, &timeline, &injected);
-        if let Some(msg) = failed {
-            eprintln!("{msg}");
-            return Err(Fatal(format!("Fatal error during \"{name}\": {msg}")));
+        if let Some(e) = failed {
+            eprintln!("{e}");
+            return Err(during(name, e));
         }
         Ok(summary)
     }
@@ -720,12 +727,13 @@ impl Benchmark {
             "timeline": timeline.per_second.iter().map(|(t, o)| json!([t, o])).collect::<Vec<_>>(),
             "injections": injected.iter().map(|i| json!({
                 "call": i.what.name(), "at_secs": i.at_secs, "started_secs": i.started_secs,
-                "took_secs": i.took_secs, "ops_during": i.ops_during, "error": i.error, "ran": i.ran,
+                "took_secs": i.took_secs, "ops_during": i.ops_during,
+                "error": i.error.as_ref().map(ToString::to_string), "ran": i.ran,
             })).collect::<Vec<_>>(),
         }));
     }
 
-    fn not_supported_or_fatal(&mut self, name: &str, e: Error, what: &str) -> Result<(), Fatal> {
+    fn not_supported_or_fatal(&mut self, name: &str, e: Error, what: &str) -> Result<()> {
         if let Error::NotSupported(m) = &e {
             // Not `name : ...`: RocksDB's scripts take any line that
             // starts with the benchmark's name for its result.
@@ -733,12 +741,13 @@ impl Benchmark {
             self.skipped.push(json!({"name": name, "reason": m}));
             Ok(())
         } else {
-            eprintln!("{what} failed: {e}");
-            Err(Fatal(format!("{what} failed: {e}")))
+            let e = BenchError::engine(format!("{what} failed"), e);
+            eprintln!("{e}");
+            Err(e)
         }
     }
 
-    fn print_property(&mut self, suffix: &str) -> Result<(), Fatal> {
+    fn print_property(&mut self, suffix: &str) -> Result<()> {
         let db = self.db()?;
         let text = db
             .property(&format!("{}.{suffix}", db.name()))
@@ -752,7 +761,7 @@ impl Benchmark {
 
     /// `stats`: RocksDB's own `rocksdb.stats`, or for other engines the
     /// same block filled from the engine's figures, then its own text.
-    fn print_stats(&mut self) -> Result<(), Fatal> {
+    fn print_stats(&mut self) -> Result<()> {
         let Some(c) = self.counters.clone() else {
             return self.print_property("stats");
         };
@@ -771,7 +780,7 @@ impl Benchmark {
         Ok(())
     }
 
-    fn flush(&mut self, name: &str) -> Result<(), Fatal> {
+    fn flush(&mut self, name: &str) -> Result<()> {
         let t0 = Instant::now();
         match self.db()?.flush() {
             Ok(()) => {
@@ -786,7 +795,7 @@ impl Benchmark {
 
     /// compact: db_bench runs CompactRange as a one-op benchmark with a
     /// result line; an engine without compaction prints a skip line.
-    fn compact(&mut self, name: &str) -> Result<(), Fatal> {
+    fn compact(&mut self, name: &str) -> Result<()> {
         print_out(&format!("DB path: [{}]\n", self.cfg.db.display()));
         let t0 = Instant::now();
         match self.db()?.compact_range(None, None) {
@@ -811,7 +820,7 @@ impl Benchmark {
         }
     }
 
-    fn compact_all(&mut self, name: &str) -> Result<(), Fatal> {
+    fn compact_all(&mut self, name: &str) -> Result<()> {
         let t0 = Instant::now();
         match self.db()?.compact_range(None, None) {
             Ok(()) => {
@@ -823,7 +832,7 @@ impl Benchmark {
         }
     }
 
-    fn wait_for_compaction(&mut self, name: &str) -> Result<(), Fatal> {
+    fn wait_for_compaction(&mut self, name: &str) -> Result<()> {
         if self.cfg.engine.is_rocksdb() {
             // As db_bench: give background threads a chance to wake.
             std::thread::sleep(std::time::Duration::from_secs(5));
@@ -893,6 +902,14 @@ impl Benchmark {
         if let Err(e) = std::fs::write(path, text + "\n") {
             eprintln!("cannot write --json file {}: {e}", path.display());
         }
+    }
+}
+
+/// `e`, which ended benchmark `name`.
+fn during(name: &str, e: BenchError) -> BenchError {
+    BenchError::Benchmark {
+        name: name.to_string(),
+        source: Box::new(e),
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use vmemkv_compat::EngineKind;
 
+use crate::error::{BenchError, Result};
 use crate::flags::{classify, is_forwarded_to_rocksdb, FlagClass, Flags};
 use crate::keys::ValueSizeDist;
 
@@ -19,13 +20,13 @@ pub enum EngineChoice {
 
 impl EngineChoice {
     /// Parses `--engine` (or `DB_BENCH_ENGINE`).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self> {
         match s.trim().to_ascii_lowercase().as_str() {
             "harness_test" | "harness-test" => Ok(EngineChoice::HarnessTest),
             other => other
                 .parse::<EngineKind>()
                 .map(EngineChoice::Compat)
-                .map_err(|e| e.to_string()),
+                .map_err(|e| BenchError::flag("engine", e.to_string())),
         }
     }
 
@@ -194,7 +195,7 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
-fn parse_secs(flag: &str, v: &str) -> Result<Vec<f64>, String> {
+fn parse_secs(flag: &str, v: &str) -> Result<Vec<f64>> {
     v.split(',')
         .filter(|s| !s.trim().is_empty())
         .map(|s| {
@@ -202,7 +203,7 @@ fn parse_secs(flag: &str, v: &str) -> Result<Vec<f64>, String> {
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| format!("ERROR: illegal value '{v}' specified for string flag '{flag}' (expected comma-separated seconds)"))
+                .ok_or_else(|| BenchError::flag(flag, format!("ERROR: illegal value '{v}' specified for string flag '{flag}' (expected comma-separated seconds)")))
         })
         .collect()
 }
@@ -213,11 +214,14 @@ pub const MAX_VALUE_SIZE_FLAG: i64 = u32::MAX as i64;
 
 /// A value-size flag: negative or beyond [`MAX_VALUE_SIZE_FLAG`] is an error
 /// naming the flag, where db_bench would wrap or allocate without bound.
-fn size_flag(flags: &Flags, name: &str) -> Result<usize, String> {
+fn size_flag(flags: &Flags, name: &str) -> Result<usize> {
     let v = flags.i64(name);
     if !(0..=MAX_VALUE_SIZE_FLAG).contains(&v) {
-        return Err(format!(
-            "ERROR: --{name}={v} is out of range: sizes are 0 to {MAX_VALUE_SIZE_FLAG} bytes"
+        return Err(BenchError::flag(
+            name,
+            format!(
+                "ERROR: --{name}={v} is out of range: sizes are 0 to {MAX_VALUE_SIZE_FLAG} bytes"
+            ),
         ));
     }
     Ok(v as usize)
@@ -225,7 +229,7 @@ fn size_flag(flags: &Flags, name: &str) -> Result<usize, String> {
 
 impl Config {
     /// Builds the typed settings; `env_engine` is `DB_BENCH_ENGINE`.
-    pub fn from_flags(flags: Flags, env_engine: Option<&str>) -> Result<Config, String> {
+    pub fn from_flags(flags: Flags, env_engine: Option<&str>) -> Result<Config> {
         let engine_text = if flags.is_set("engine") {
             flags.str("engine")
         } else {
@@ -240,8 +244,11 @@ impl Config {
             kind @ ("uniform" | "normal") => {
                 let (lo, hi) = (size("value_size_min")?, size("value_size_max")?);
                 if lo > hi {
-                    return Err(format!(
-                        "ERROR: --value_size_min ({lo}) is larger than --value_size_max ({hi})"
+                    return Err(BenchError::flag(
+                        "value_size_min",
+                        format!(
+                            "ERROR: --value_size_min ({lo}) is larger than --value_size_max ({hi})"
+                        ),
                     ));
                 }
                 if kind == "uniform" {
@@ -263,14 +270,16 @@ impl Config {
         }
         let threads = flags.i64("threads");
         if threads < 1 {
-            return Err(format!(
-                "ERROR: --threads must be at least 1 (got {threads})"
+            return Err(BenchError::flag(
+                "threads",
+                format!("ERROR: --threads must be at least 1 (got {threads})"),
             ));
         }
         let key_size = flags.i64("key_size");
         if key_size < 1 {
-            return Err(format!(
-                "ERROR: --key_size must be at least 1 (got {key_size})"
+            return Err(BenchError::flag(
+                "key_size",
+                format!("ERROR: --key_size must be at least 1 (got {key_size})"),
             ));
         }
         size_flag(&flags, "key_size")?;
@@ -369,10 +378,10 @@ impl Config {
     }
 }
 
-fn parse_kv_list(flag: &str, text: &str, out: &mut BTreeMap<String, String>) -> Result<(), String> {
+fn parse_kv_list(flag: &str, text: &str, out: &mut BTreeMap<String, String>) -> Result<()> {
     for item in text.split(',').filter(|s| !s.trim().is_empty()) {
         let (k, v) = item.split_once('=').ok_or_else(|| {
-            format!("ERROR: illegal value '{text}' specified for string flag '{flag}' (expected k=v,k2=v2)")
+            BenchError::flag(flag, format!("ERROR: illegal value '{text}' specified for string flag '{flag}' (expected k=v,k2=v2)"))
         })?;
         out.insert(k.trim().to_string(), v.trim().to_string());
     }
@@ -434,7 +443,7 @@ pub fn unhonoured_flags(flags: &Flags, engine: EngineChoice) -> Vec<String> {
 fn engine_extra(
     flags: &Flags,
     engine: EngineChoice,
-) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
+) -> Result<(BTreeMap<String, String>, Vec<String>)> {
     let mut extra = BTreeMap::new();
     let mut warnings = Vec::new();
     for (name, value) in flags.explicit() {

@@ -16,6 +16,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use crate::error::{BenchError, Result};
+
 /// Suffix of the marker file that says a DB directory was created by this
 /// tool. The marker sits beside the directory (`.<name>.db_bench_port`)
 /// because engines such as vmemkv refuse foreign files inside theirs.
@@ -49,11 +51,11 @@ pub struct RunLock {
 impl RunLock {
     /// Takes the lock, creating the directory's parent and the lock file,
     /// or fails naming the lock file when another process holds it.
-    pub fn acquire(db: &Path) -> Result<RunLock, String> {
+    pub fn acquire(db: &Path) -> Result<RunLock> {
         let path = run_lock_path(db);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
-                .map_err(|e| format!("open error: cannot create {}: {e}", parent.display()))?;
+                .map_err(|e| BenchError::io("open error: cannot create", parent, e))?;
         }
         let file = OpenOptions::new()
             .read(true)
@@ -63,18 +65,17 @@ impl RunLock {
             .mode(0o644)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)
-            .map_err(|e| format!("open error: cannot open {}: {e}", path.display()))?;
+            .map_err(|e| BenchError::io("open error: cannot open", &path, e))?;
         // SAFETY: flock on a descriptor this function owns; no memory is passed.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let err = std::io::Error::last_os_error();
             return Err(if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                format!(
-                    "open error: Resource busy: {} is in use by another db_bench ({} is locked)",
-                    db.display(),
-                    path.display()
-                )
+                BenchError::InUse {
+                    db: db.to_path_buf(),
+                    lock: path,
+                }
             } else {
-                format!("open error: cannot lock {}: {err}", path.display())
+                BenchError::io("open error: cannot lock", path, err)
             });
         }
         Ok(RunLock { _file: file })

@@ -7,6 +7,7 @@
 //!   to db_bench's.
 //! * [`workloads`]: the benchmark bodies; [`mod@bench`]: the driver.
 //! * [`histogram`], [`stats`]: RocksDB's histogram and result line.
+//! * [`error`]: what ends a run, typed; its text is what db_bench prints.
 #![deny(missing_docs)]
 #![deny(clippy::unwrap_used)]
 
@@ -15,6 +16,7 @@ pub mod config;
 pub mod dbdir;
 pub mod dbstats;
 pub mod engines;
+pub mod error;
 pub mod flag_table;
 pub mod flags;
 pub mod histogram;
@@ -27,40 +29,38 @@ pub mod stats;
 pub mod workloads;
 pub mod zipf;
 
+pub use error::BenchError;
 use flags::Parsed;
 
 /// Runs db_bench with `args` (without the program name) and returns the
-/// process exit status.
+/// process exit status; a failure is printed to stderr and exits 1.
 pub fn main_with_args(args: &[String]) -> i32 {
-    let flags = match flags::parse(args) {
-        Ok(Parsed::Run(f)) => f,
-        Ok(Parsed::Help(text)) => {
-            print!("{text}");
-            return 1;
-        }
-        Ok(Parsed::Version(text)) => {
-            println!("{text}");
-            return 0;
-        }
-        Err(e) => {
-            eprintln!("{}", e.message);
-            return 1;
-        }
-    };
-    let env_engine = std::env::var("DB_BENCH_ENGINE").ok();
-    let cfg = match config::Config::from_flags(flags, env_engine.as_deref()) {
-        Ok(c) => c,
+    match run(args) {
+        Ok(status) => status,
         Err(e) => {
             eprintln!("{e}");
-            return 1;
-        }
-    };
-    let mut b = bench::Benchmark::new(cfg);
-    match b.run() {
-        Ok(()) => 0,
-        Err(bench::Fatal(msg)) => {
-            eprintln!("{msg}");
             1
         }
     }
+}
+
+/// Runs db_bench with `args` (without the program name). `Ok` carries the
+/// exit status of a run that did not fail: 0, or 1 after `--help`, as
+/// gflags does.
+pub fn run(args: &[String]) -> Result<i32, BenchError> {
+    let flags = match flags::parse(args)? {
+        Parsed::Run(f) => f,
+        Parsed::Help(text) => {
+            print!("{text}");
+            return Ok(1);
+        }
+        Parsed::Version(text) => {
+            println!("{text}");
+            return Ok(0);
+        }
+    };
+    let env_engine = std::env::var("DB_BENCH_ENGINE").ok();
+    let cfg = config::Config::from_flags(flags, env_engine.as_deref())?;
+    bench::Benchmark::new(cfg).run()?;
+    Ok(0)
 }

@@ -142,7 +142,7 @@ pub struct Injection {
     /// timeline.
     pub ops_during: u64,
     /// The engine's error, if any.
-    pub error: Option<String>,
+    pub error: Option<vmemkv_compat::Error>,
     /// False when the benchmark ended before the call's second.
     pub ran: bool,
 }
@@ -187,7 +187,7 @@ pub fn run_injector(
             started_secs: (t0 - start).as_secs_f64(),
             took_secs: took.as_secs_f64(),
             ops_during,
-            error: r.err().map(|e| e.to_string()),
+            error: r.err(),
             ran: true,
         });
     }

@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use vmemkv_compat::{Db, MultiScanArgs, ReadOptions, ScanRange, WriteBatch, WriteOptions};
 
 use crate::config::Config;
+use crate::error::{BenchError, Result};
 use crate::keys::{KeyGen, ValueGen, ValueSizeDist};
 use crate::random::Random64;
 use crate::ratelimit::RateLimiter;
@@ -98,7 +99,7 @@ pub struct Shared {
     /// Set when a thread failed: every loop stops at its next check.
     pub abort: AtomicBool,
     /// The first failure.
-    pub fatal: Mutex<Option<String>>,
+    pub fatal: Mutex<Option<BenchError>>,
     /// Threads finished.
     pub num_done: AtomicUsize,
     /// Threads started.
@@ -139,10 +140,10 @@ impl Shared {
     }
 
     /// Records a failure and stops the other threads.
-    pub fn fail(&self, msg: String) {
+    pub fn fail(&self, e: BenchError) {
         if let Ok(mut f) = self.fatal.lock() {
             if f.is_none() {
-                *f = Some(msg);
+                *f = Some(e);
             }
         }
         self.abort.store(true, Ordering::Relaxed);
@@ -189,7 +190,7 @@ impl ThreadState<'_> {
 }
 
 /// A benchmark body.
-pub type Method = fn(&Params, &dyn Db, &mut ThreadState) -> Result<(), String>;
+pub type Method = fn(&Params, &dyn Db, &mut ThreadState) -> Result<()>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum WriteMode {
@@ -239,7 +240,7 @@ impl KeySource {
     }
 }
 
-fn do_write(p: &Params, db: &dyn Db, t: &mut ThreadState, mode: WriteMode) -> Result<(), String> {
+fn do_write(p: &Params, db: &dyn Db, t: &mut ThreadState, mode: WriteMode) -> Result<()> {
     let seconds = if mode == WriteMode::Random {
         p.cfg.duration
     } else {
@@ -275,7 +276,7 @@ fn do_write(p: &Params, db: &dyn Db, t: &mut ThreadState, mode: WriteMode) -> Re
         bytes += batch_bytes;
         t.limit_writes(batch_bytes);
         db.write(&p.wopts, &batch)
-            .map_err(|e| format!("put error: {e}"))?;
+            .map_err(|e| BenchError::engine("put error", e))?;
         t.finished(p.entries_per_batch, OpType::Write);
     }
     t.stats.add_bytes(bytes);
@@ -283,25 +284,25 @@ fn do_write(p: &Params, db: &dyn Db, t: &mut ThreadState, mode: WriteMode) -> Re
 }
 
 /// fillseq.
-pub fn write_seq(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn write_seq(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     do_write(p, db, t, WriteMode::Sequential)
 }
 
 /// fillrandom, overwrite, fillsync, fill100K.
-pub fn write_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn write_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     do_write(p, db, t, WriteMode::Random)
 }
 
 /// filluniquerandom.
-pub fn write_unique_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn write_unique_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     do_write(p, db, t, WriteMode::UniqueRandom)
 }
 
 /// readseq: one iterator from the first key, `reads` entries.
-pub fn read_sequential(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn read_sequential(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let mut it = db
         .iter(&p.ropts)
-        .map_err(|e| format!("NewIterator failed: {e}"))?;
+        .map_err(|e| BenchError::engine("NewIterator failed", e))?;
     let mut i = 0i64;
     let mut bytes = 0u64;
     it.seek_to_first();
@@ -314,16 +315,17 @@ pub fn read_sequential(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(
         }
         it.next();
     }
-    it.status().map_err(|e| format!("Iterator error: {e}"))?;
+    it.status()
+        .map_err(|e| BenchError::engine("Iterator error", e))?;
     t.stats.add_bytes(bytes);
     Ok(())
 }
 
 /// readreverse: one iterator from the last key backwards.
-pub fn read_reverse(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn read_reverse(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let mut it = db
         .iter(&p.ropts)
-        .map_err(|e| format!("NewIterator failed: {e}"))?;
+        .map_err(|e| BenchError::engine("NewIterator failed", e))?;
     let mut i = 0i64;
     let mut bytes = 0u64;
     it.seek_to_last();
@@ -336,13 +338,14 @@ pub fn read_reverse(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), 
         }
         it.prev();
     }
-    it.status().map_err(|e| format!("Iterator error: {e}"))?;
+    it.status()
+        .map_err(|e| BenchError::engine("Iterator error", e))?;
     t.stats.add_bytes(bytes);
     Ok(())
 }
 
 /// readrandom and readmissing (db_bench's `ReadRandom`).
-pub fn read_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn read_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let mut read = 0u64;
     let mut found = 0u64;
     let mut bytes = 0u64;
@@ -378,7 +381,7 @@ pub fn read_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), S
                 bytes += (key.len() + value.len()) as u64;
             }
             Ok(false) => {}
-            Err(e) => return Err(format!("Get returned an error: {e}")),
+            Err(e) => return Err(BenchError::engine("Get returned an error", e)),
         }
         if read % 256 == 255 {
             t.shared.limit_reads(256);
@@ -392,7 +395,7 @@ pub fn read_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), S
 
 /// readhot: LevelDB's benchmark of that name: random reads from the first
 /// 1% of the keyspace (RocksDB's db_bench has no readhot).
-pub fn read_hot(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn read_hot(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let range = ((p.flags_num + 99) / 100).max(1) as u64;
     let mut read = 0u64;
     let mut found = 0u64;
@@ -411,7 +414,7 @@ pub fn read_hot(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), Stri
                 bytes += (key.len() + value.len()) as u64;
             }
             Ok(false) => {}
-            Err(e) => return Err(format!("Get returned an error: {e}")),
+            Err(e) => return Err(BenchError::engine("Get returned an error", e)),
         }
         t.finished(1, OpType::Read);
     }
@@ -421,7 +424,7 @@ pub fn read_hot(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), Stri
 }
 
 /// multireadrandom: `batch_size` keys per `multi_get`.
-pub fn multi_read_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn multi_read_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let n = p.entries_per_batch.max(1) as usize;
     let mut keys: Vec<Vec<u8>> = (0..n).map(|_| p.keygen.buffer()).collect();
     let mut read = 0u64;
@@ -458,7 +461,7 @@ pub fn multi_read_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result
                     bytes += (k.len() + v.len()) as u64;
                 }
                 Ok(None) => {}
-                Err(e) => return Err(format!("MultiGet returned an error: {e}")),
+                Err(e) => return Err(BenchError::engine("MultiGet returned an error", e)),
             }
         }
         num_multireads += 1;
@@ -473,7 +476,7 @@ pub fn multi_read_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result
 }
 
 /// seekrandom: a new iterator per op, Seek, then `seek_nexts` Next calls.
-pub fn seek_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn seek_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let mut read = 0u64;
     let mut found = 0u64;
     let mut bytes = 0u64;
@@ -500,7 +503,7 @@ pub fn seek_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), S
         }
         let mut it = db
             .iter(&ro)
-            .map_err(|e| format!("NewIterator failed: {e}"))?;
+            .map_err(|e| BenchError::engine("NewIterator failed", e))?;
         it.seek(&key);
         read += 1;
         if it.valid() && it.key() == key.as_slice() {
@@ -533,7 +536,8 @@ pub fn seek_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), S
                 j += 1;
             }
         }
-        it.status().map_err(|e| format!("Iterator error: {e}"))?;
+        it.status()
+            .map_err(|e| BenchError::engine("Iterator error", e))?;
         if read % 256 == 255 {
             t.shared.limit_reads(256);
         }
@@ -545,7 +549,7 @@ pub fn seek_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), S
     Ok(())
 }
 
-fn do_delete(p: &Params, db: &dyn Db, t: &mut ThreadState, seq: bool) -> Result<(), String> {
+fn do_delete(p: &Params, db: &dyn Db, t: &mut ThreadState, seq: bool) -> Result<()> {
     let mut batch =
         WriteBatch::with_capacity(p.entries_per_batch.max(1) as usize * (p.keygen.key_size + 8));
     let mut duration = p.duration(t.shared, if seq { 0 } else { p.cfg.duration }, p.deletes);
@@ -565,7 +569,7 @@ fn do_delete(p: &Params, db: &dyn Db, t: &mut ThreadState, seq: bool) -> Result<
             batch.delete(&key);
         }
         db.write(&p.wopts, &batch)
-            .map_err(|e| format!("del error: {e}"))?;
+            .map_err(|e| BenchError::engine("del error", e))?;
         t.finished(p.entries_per_batch, OpType::Delete);
         i += p.entries_per_batch;
     }
@@ -573,18 +577,18 @@ fn do_delete(p: &Params, db: &dyn Db, t: &mut ThreadState, seq: bool) -> Result<
 }
 
 /// deleteseq.
-pub fn delete_seq(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn delete_seq(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     do_delete(p, db, t, true)
 }
 
 /// deleterandom.
-pub fn delete_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn delete_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     do_delete(p, db, t, false)
 }
 
 /// The background writer of readwhilewriting: puts random keys until the
 /// readers finish; excluded from the merged result.
-fn bg_writer(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+fn bg_writer(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let mut gen = p.value_gen();
     let mut bytes = 0u64;
     t.stats.set_exclude_from_merge();
@@ -622,7 +626,7 @@ fn bg_writer(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String>
         p.keygen.fill(&mut key, k, keyspace);
         let val = gen.generate_sized();
         db.put(&p.wopts, &key, val)
-            .map_err(|e| format!("put or merge error: {e}"))?;
+            .map_err(|e| BenchError::engine("put or merge error", e))?;
         let n = (key.len() + val.len()) as u64;
         bytes += n;
         written += 1;
@@ -634,7 +638,7 @@ fn bg_writer(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String>
 }
 
 /// readwhilewriting: thread 0 writes, the others run readrandom.
-pub fn read_while_writing(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn read_while_writing(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     if t.tid > 0 {
         read_random(p, db, t)
     } else {
@@ -643,11 +647,7 @@ pub fn read_while_writing(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Resul
 }
 
 /// seekrandomwhilewriting: thread 0 writes, the others run seekrandom.
-pub fn seek_random_while_writing(
-    p: &Params,
-    db: &dyn Db,
-    t: &mut ThreadState,
-) -> Result<(), String> {
+pub fn seek_random_while_writing(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     if t.tid > 0 {
         seek_random(p, db, t)
     } else {
@@ -656,11 +656,7 @@ pub fn seek_random_while_writing(
 }
 
 /// readrandomwriterandom: `--readwritepercent` reads, the rest puts.
-pub fn read_random_write_random(
-    p: &Params,
-    db: &dyn Db,
-    t: &mut ThreadState,
-) -> Result<(), String> {
+pub fn read_random_write_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let mut gen = p.value_gen();
     let mut value = Vec::with_capacity(p.cfg.value_size.max(16));
     let mut found = 0u64;
@@ -683,14 +679,14 @@ pub fn read_random_write_random(
             match db.get_into(&p.ropts, &key, &mut value) {
                 Ok(true) => found += 1,
                 Ok(false) => {}
-                Err(e) => return Err(format!("get error: {e}")),
+                Err(e) => return Err(BenchError::engine("get error", e)),
             }
             get_weight -= 1;
             reads_done += 1;
             t.finished(1, OpType::Read);
         } else if put_weight > 0 {
             db.put(&p.wopts, &key, gen.generate_sized())
-                .map_err(|e| format!("put error: {e}"))?;
+                .map_err(|e| BenchError::engine("put error", e))?;
             put_weight -= 1;
             writes_done += 1;
             t.finished(1, OpType::Write);
@@ -704,7 +700,7 @@ pub fn read_random_write_random(
 }
 
 /// updaterandom: read-modify-write of random keys.
-pub fn update_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn update_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let mut gen = p.value_gen();
     let mut value = Vec::with_capacity(p.cfg.value_size.max(16));
     let mut found = 0u64;
@@ -722,12 +718,12 @@ pub fn update_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(),
                 bytes += (key.len() + value.len()) as u64;
             }
             Ok(false) => {}
-            Err(e) => return Err(format!("Get returned an error: {e}")),
+            Err(e) => return Err(BenchError::engine("Get returned an error", e)),
         }
         t.limit_writes((key.len() + value.len()) as u64);
         let val = gen.generate_sized();
         db.put(&p.wopts, &key, val)
-            .map_err(|e| format!("put error: {e}"))?;
+            .map_err(|e| BenchError::engine("put error", e))?;
         bytes += (key.len() + val.len()) as u64;
         t.finished(1, OpType::Update);
     }
@@ -754,7 +750,7 @@ fn power_cdf_inversion(u: f64, a: f64, b: f64) -> i64 {
 /// uniform (or power-distributed with `--key_dist_a/b`), Put sizes and
 /// scan lengths from db_bench's Pareto models. Key-range (prefix) modelling
 /// and sine-shaped rates are not ported.
-pub fn mix_graph(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn mix_graph(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let cfg = p.cfg;
     let (mut gets, mut puts, mut seeks) = (0u64, 0u64, 0u64);
     let (mut get_found, mut seek_found, mut bytes) = (0u64, 0u64, 0u64);
@@ -805,7 +801,7 @@ pub fn mix_graph(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), Str
                         bytes += (key.len() + value.len()) as u64;
                     }
                     Ok(false) => {}
-                    Err(e) => return Err(format!("Get returned an error: {e}")),
+                    Err(e) => return Err(BenchError::engine("Get returned an error", e)),
                 }
                 t.finished(1, OpType::Read);
             }
@@ -824,13 +820,13 @@ pub fn mix_graph(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), Str
                 }
                 total_val += vs as f64;
                 db.put(&p.wopts, &key, gen.generate(vs as usize))
-                    .map_err(|e| format!("put error: {e}"))?;
+                    .map_err(|e| BenchError::engine("put error", e))?;
                 t.finished(1, OpType::Write);
             }
             _ => {
                 let mut it = db
                     .iter(&p.ropts)
-                    .map_err(|e| format!("NewIterator failed: {e}"))?;
+                    .map_err(|e| BenchError::engine("NewIterator failed", e))?;
                 it.seek(&key);
                 seeks += 1;
                 if it.valid() && it.key() == key.as_slice() {
@@ -852,7 +848,8 @@ pub fn mix_graph(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), Str
                     total_scan += 1.0;
                     j += 1;
                 }
-                it.status().map_err(|e| format!("Iterator error: {e}"))?;
+                it.status()
+                    .map_err(|e| BenchError::engine("Iterator error", e))?;
                 t.finished(1, OpType::Seek);
             }
         }
@@ -882,18 +879,18 @@ fn touch_value(v: &[u8]) -> u8 {
     x
 }
 
-fn drain_multiscan(db: &dyn Db, ro: &ReadOptions, args: &MultiScanArgs) -> Result<i64, String> {
+fn drain_multiscan(db: &dyn Db, ro: &ReadOptions, args: &MultiScanArgs) -> Result<i64> {
     let mut ms = db
         .multi_scan(ro, args)
-        .map_err(|e| format!("MultiScan error: {e}"))?;
+        .map_err(|e| BenchError::engine("MultiScan error", e))?;
     let mut keys = 0i64;
     while ms
         .next_range()
-        .map_err(|e| format!("MultiScan error: {e}"))?
+        .map_err(|e| BenchError::engine("MultiScan error", e))?
     {
         while ms
             .next_entry()
-            .map_err(|e| format!("MultiScan error: {e}"))?
+            .map_err(|e| BenchError::engine("MultiScan error", e))?
         {
             std::hint::black_box(touch_value(ms.value()));
             keys += 1;
@@ -915,7 +912,7 @@ fn multiscan_args(p: &Params) -> MultiScanArgs {
 /// `seek_nexts` keys (50 if 0), `--multiscan_stride` keys apart, starting
 /// uniformly in `[0, num - (scan+stride)*size)`. Without `--duration` the
 /// run stops after about `--reads` keys scanned.
-pub fn multi_scan(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn multi_scan(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let scan_size = if p.cfg.seek_nexts != 0 {
         p.cfg.seek_nexts
     } else {
@@ -953,7 +950,7 @@ pub fn multi_scan(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), St
 
 /// multiscanrandom: 1–64 random non-overlapping ranges of up to 1 MiB of
 /// data each, via MultiScan (`--use_multiscan`, default) or one iterator.
-pub fn multi_scan_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn multi_scan_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let per_key = (p.cfg.key_size + p.cfg.value_size).max(1) as i64;
     let max_range_keys = ((1i64 << 20) / per_key).max(1) as u64;
     let fnum = p.fnum();
@@ -1004,7 +1001,7 @@ pub fn multi_scan_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result
         } else {
             let mut it = db
                 .iter(&p.ropts)
-                .map_err(|e| format!("NewIterator failed: {e}"))?;
+                .map_err(|e| BenchError::engine("NewIterator failed", e))?;
             for &(s, n) in &merged {
                 p.keygen.fill(&mut skey, s, fnum);
                 p.keygen.fill(&mut ekey, s + n, fnum);
@@ -1013,7 +1010,8 @@ pub fn multi_scan_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result
                     keys += 1;
                     it.next();
                 }
-                it.status().map_err(|e| format!("Iterator error: {e}"))?;
+                it.status()
+                    .map_err(|e| BenchError::engine("Iterator error", e))?;
             }
         }
         num_keys = keys.max(1);
@@ -1038,11 +1036,11 @@ fn zipf_for(p: &Params) -> Zipf {
 /// insert: each thread puts fresh keys `tid, tid+T, tid+2T, ...` (T =
 /// threads), so together they fill `[0, N)`; `--duration` or `--writes`
 /// (per thread) bounds the run.
-pub fn vm_insert(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn vm_insert(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     insert_from(p, db, t, 0)
 }
 
-fn insert_from(p: &Params, db: &dyn Db, t: &mut ThreadState, base: u64) -> Result<(), String> {
+fn insert_from(p: &Params, db: &dyn Db, t: &mut ThreadState, base: u64) -> Result<()> {
     let threads = t.shared.total as u64;
     let mut gen = p.value_gen();
     let mut key = p.keygen.buffer();
@@ -1055,7 +1053,7 @@ fn insert_from(p: &Params, db: &dyn Db, t: &mut ThreadState, base: u64) -> Resul
         p.keygen.fill(&mut key, next, fnum);
         let val = gen.generate_sized();
         db.put(&p.wopts, &key, val)
-            .map_err(|e| format!("put error: {e}"))?;
+            .map_err(|e| BenchError::engine("put error", e))?;
         bytes += (key.len() + val.len()) as u64;
         next += threads;
         inserted += 1;
@@ -1067,7 +1065,7 @@ fn insert_from(p: &Params, db: &dyn Db, t: &mut ThreadState, base: u64) -> Resul
 }
 
 /// update_zipf: puts to Zipf-chosen existing keys.
-pub fn vm_update_zipf(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn vm_update_zipf(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let z = zipf_for(p);
     let mut gen = p.value_gen();
     let mut key = p.keygen.buffer();
@@ -1079,7 +1077,7 @@ pub fn vm_update_zipf(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()
         p.keygen.fill(&mut key, k, fnum);
         let val = gen.generate_sized();
         db.put(&p.wopts, &key, val)
-            .map_err(|e| format!("put error: {e}"))?;
+            .map_err(|e| BenchError::engine("put error", e))?;
         bytes += (key.len() + val.len()) as u64;
         t.finished(1, OpType::Write);
     }
@@ -1088,7 +1086,7 @@ pub fn vm_update_zipf(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()
 }
 
 /// delete: each thread deletes distinct existing keys `tid, tid+T, ...`.
-pub fn vm_delete(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn vm_delete(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let threads = t.shared.total as u64;
     let mut key = p.keygen.buffer();
     let mut next = t.tid as u64;
@@ -1098,7 +1096,7 @@ pub fn vm_delete(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), Str
     while !duration.done(1) {
         p.keygen.fill(&mut key, next % fnum, fnum);
         db.delete(&p.wopts, &key)
-            .map_err(|e| format!("del error: {e}"))?;
+            .map_err(|e| BenchError::engine("del error", e))?;
         next += threads;
         t.finished(1, OpType::Delete);
     }
@@ -1112,7 +1110,7 @@ enum KeyDist {
     ZipfMissing,
 }
 
-fn vm_get(p: &Params, db: &dyn Db, t: &mut ThreadState, dist: KeyDist) -> Result<(), String> {
+fn vm_get(p: &Params, db: &dyn Db, t: &mut ThreadState, dist: KeyDist) -> Result<()> {
     let z = zipf_for(p);
     let mut key = p.keygen.buffer();
     let mut value = Vec::with_capacity(p.cfg.value_size.max(16));
@@ -1134,7 +1132,7 @@ fn vm_get(p: &Params, db: &dyn Db, t: &mut ThreadState, dist: KeyDist) -> Result
                 bytes += (key.len() + value.len()) as u64;
             }
             Ok(false) => {}
-            Err(e) => return Err(format!("Get returned an error: {e}")),
+            Err(e) => return Err(BenchError::engine("Get returned an error", e)),
         }
         t.finished(1, OpType::Read);
     }
@@ -1144,24 +1142,24 @@ fn vm_get(p: &Params, db: &dyn Db, t: &mut ThreadState, dist: KeyDist) -> Result
 }
 
 /// getmiss_zipf: Gets of keys that do not exist (ids past `--num`).
-pub fn vm_getmiss_zipf(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn vm_getmiss_zipf(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     vm_get(p, db, t, KeyDist::ZipfMissing)
 }
 
 /// gethit_zipf: Gets of Zipf-chosen existing keys.
-pub fn vm_gethit_zipf(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn vm_gethit_zipf(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     vm_get(p, db, t, KeyDist::Zipf)
 }
 
 /// gethit_uniform: Gets of uniformly chosen existing keys.
-pub fn vm_gethit_uniform(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn vm_gethit_uniform(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     vm_get(p, db, t, KeyDist::Uniform)
 }
 
-fn scan_once(p: &Params, db: &dyn Db, start: &[u8], len: i64) -> Result<(u64, u64), String> {
+fn scan_once(p: &Params, db: &dyn Db, start: &[u8], len: i64) -> Result<(u64, u64)> {
     let mut it = db
         .iter(&p.ropts)
-        .map_err(|e| format!("NewIterator failed: {e}"))?;
+        .map_err(|e| BenchError::engine("NewIterator failed", e))?;
     it.seek(start);
     let (mut n, mut bytes) = (0u64, 0u64);
     while (n as i64) < len && it.valid() {
@@ -1170,11 +1168,12 @@ fn scan_once(p: &Params, db: &dyn Db, start: &[u8], len: i64) -> Result<(u64, u6
         n += 1;
         it.next();
     }
-    it.status().map_err(|e| format!("Iterator error: {e}"))?;
+    it.status()
+        .map_err(|e| BenchError::engine("Iterator error", e))?;
     Ok((n, bytes))
 }
 
-fn vm_scan(p: &Params, db: &dyn Db, t: &mut ThreadState, zipf: bool) -> Result<(), String> {
+fn vm_scan(p: &Params, db: &dyn Db, t: &mut ThreadState, zipf: bool) -> Result<()> {
     let z = zipf_for(p);
     let len = p.scan_len();
     let mut key = p.keygen.buffer();
@@ -1200,18 +1199,18 @@ fn vm_scan(p: &Params, db: &dyn Db, t: &mut ThreadState, zipf: bool) -> Result<(
 }
 
 /// scan_zipf: scans of `seek_nexts` (100 if 0) keys from a Zipf start.
-pub fn vm_scan_zipf(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn vm_scan_zipf(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     vm_scan(p, db, t, true)
 }
 
 /// scan_uniform: scans of `seek_nexts` (100 if 0) keys from a uniform start.
-pub fn vm_scan_uniform(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn vm_scan_uniform(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     vm_scan(p, db, t, false)
 }
 
 /// ycsb_e: 95% scans of `seek_nexts` (100 if 0) keys from a Zipf start, 5%
 /// inserts of new keys (ids from `--num` upward, strided by thread).
-pub fn vm_ycsb_e(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn vm_ycsb_e(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let z = zipf_for(p);
     let len = p.scan_len();
     let threads = t.shared.total as u64;
@@ -1233,7 +1232,7 @@ pub fn vm_ycsb_e(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), Str
             p.keygen.fill(&mut key, next_insert, fnum);
             let val = gen.generate_sized();
             db.put(&p.wopts, &key, val)
-                .map_err(|e| format!("put error: {e}"))?;
+                .map_err(|e| BenchError::engine("put error", e))?;
             bytes += (key.len() + val.len()) as u64;
             next_insert += threads;
             inserts += 1;
@@ -1248,7 +1247,7 @@ pub fn vm_ycsb_e(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), Str
 
 /// readrandomfast: batches of 100 Gets over the next power of two ≥ num
 /// (keys past num do not exist), as db_bench does.
-pub fn read_random_fast(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn read_random_fast(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let (mut read, mut found, mut nonexist) = (0u64, 0u64, 0u64);
     let mut key = p.keygen.buffer();
     let mut value = Vec::with_capacity(p.cfg.value_size.max(16));
@@ -1264,7 +1263,7 @@ pub fn read_random_fast(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<
             match db.get_into(&p.ropts, &key, &mut value) {
                 Ok(true) => found += 1,
                 Ok(false) => {}
-                Err(e) => return Err(format!("Get returned an error: {e}")),
+                Err(e) => return Err(BenchError::engine("Get returned an error", e)),
             }
             if k >= num {
                 nonexist += 1;
@@ -1283,15 +1282,16 @@ pub fn read_random_fast(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<
 
 /// The background scanner of readwhilescanning: walks the whole keyspace
 /// with one iterator, wrapping around, until it has done `reads` steps.
-fn bg_scan(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+fn bg_scan(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let mut it = db
         .iter(&p.ropts)
-        .map_err(|e| format!("NewIterator failed: {e}"))?;
+        .map_err(|e| BenchError::engine("NewIterator failed", e))?;
     eprintln!("num reads to do {}", p.reads);
     let mut duration = p.duration(t.shared, p.cfg.duration, p.reads);
     while !duration.done(1) {
         if !it.valid() {
-            it.status().map_err(|e| format!("Iterator error: {e}"))?;
+            it.status()
+                .map_err(|e| BenchError::engine("Iterator error", e))?;
             it.seek_to_first();
         } else {
             it.next();
@@ -1302,7 +1302,7 @@ fn bg_scan(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
 }
 
 /// readwhilescanning: thread 0 scans, the others run readrandom.
-pub fn read_while_scanning(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn read_while_scanning(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     if t.tid > 0 {
         read_random(p, db, t)
     } else {
@@ -1311,11 +1311,7 @@ pub fn read_while_scanning(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Resu
 }
 
 /// multireadwhilewriting: thread 0 writes, the others run multireadrandom.
-pub fn multi_read_while_writing(
-    p: &Params,
-    db: &dyn Db,
-    t: &mut ThreadState,
-) -> Result<(), String> {
+pub fn multi_read_while_writing(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     if t.tid > 0 {
         multi_read_random(p, db, t)
     } else {
@@ -1324,13 +1320,13 @@ pub fn multi_read_while_writing(
 }
 
 /// newiterator: creates and drops an iterator per op.
-pub fn new_iterator(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), String> {
+pub fn new_iterator(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     let mut duration = p.duration(t.shared, p.cfg.duration, p.reads);
     while !duration.done(1) {
         let _ = t.rand.next();
         let it = db
             .iter(&p.ropts)
-            .map_err(|e| format!("NewIterator failed: {e}"))?;
+            .map_err(|e| BenchError::engine("NewIterator failed", e))?;
         drop(it);
         t.finished(1, OpType::Others);
     }
@@ -1338,11 +1334,7 @@ pub fn new_iterator(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<(), 
 }
 
 /// newiteratorwhilewriting: thread 0 writes, the others run newiterator.
-pub fn new_iterator_while_writing(
-    p: &Params,
-    db: &dyn Db,
-    t: &mut ThreadState,
-) -> Result<(), String> {
+pub fn new_iterator_while_writing(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
     if t.tid > 0 {
         new_iterator(p, db, t)
     } else {

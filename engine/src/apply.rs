@@ -2,7 +2,7 @@
 //! that replay does exactly what the original write did — and the live-byte
 //! accounting that drives defragment.
 
-use crate::batch::{BatchIter, BatchOp};
+use crate::batch::{BatchIter, BatchOp, MalformedBatch};
 use crate::error::{Error, Result};
 use crate::index::{Entry, Locator, Payload, Upsert, T1};
 use crate::stats::live_cost;
@@ -89,7 +89,7 @@ pub(crate) fn apply_batch(
     seq: u64,
     body: &[u8],
     adjust: Adjust<'_>,
-) -> std::result::Result<(), usize> {
+) -> std::result::Result<(), MalformedBatch> {
     for op in BatchIter::over(body) {
         match op? {
             BatchOp::Put {
@@ -154,24 +154,13 @@ pub(crate) fn replay_record(
     let body_off = off + HEADER_LEN;
     let (seg_id, seg_path) = (seg.id, &seg.path);
     let directory = || {
-        crate::t2::packed::of_record(h, body).map(move |e| {
-            e.map_err(|at| {
-                Error::Corruption(format!(
-                    "{} offset {off}: malformed {:?} directory at body offset {at}",
-                    seg_path.display(),
-                    h.kind
-                ))
-            })
-        })
+        crate::t2::packed::of_record(h, body)
+            .map(move |e| e.map_err(|e| Error::in_record(seg_path, off, e)))
     };
     match h.kind {
         crate::t2::record::Kind::Batch => {
-            apply_batch(t1, inline, seg_id, body_off, h.seq, body, adjust).map_err(|at| {
-                Error::Corruption(format!(
-                    "{} offset {off}: malformed batch operation at body offset {at}",
-                    seg_path.display()
-                ))
-            })
+            apply_batch(t1, inline, seg_id, body_off, h.seq, body, adjust)
+                .map_err(|e| Error::in_record(seg_path, off, e))
         }
         crate::t2::record::Kind::Relocation => {
             let kl = h.count_or_key_len as usize;

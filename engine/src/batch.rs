@@ -140,8 +140,39 @@ impl WriteBatch {
     }
 }
 
+/// Why a batch body does not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BatchFault {
+    /// The tag byte is none of put, delete and range delete.
+    UnknownTag(u8),
+    /// A length field, or the bytes it counts, runs past the end of the body.
+    Truncated,
+}
+
+impl std::fmt::Display for BatchFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BatchFault::UnknownTag(t) => write!(f, "unknown operation tag {t}"),
+            BatchFault::Truncated => f.write_str("a length or its bytes run past the body's end"),
+        }
+    }
+}
+
+/// A batch body that does not decode: where and why. The decoder sees only
+/// the body, so the caller names the file and record (recovery and
+/// defragment make it an [`Error::Corruption`](crate::Error::Corruption)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed batch operation at body offset {offset}: {fault}")]
+pub struct MalformedBatch {
+    /// Offset, within the body, of the operation that does not decode.
+    pub offset: usize,
+    /// What is wrong with it.
+    pub fault: BatchFault,
+}
+
 /// Decodes a batch body (from a `WriteBatch` or a log record).
-/// Yields `Err(offset)` once if the body is malformed.
+/// Yields one [`MalformedBatch`] and then ends if the body is malformed.
 #[derive(Debug, Clone)]
 pub struct BatchIter<'a> {
     body: &'a [u8],
@@ -153,22 +184,25 @@ impl<'a> BatchIter<'a> {
         BatchIter { body, pos: 0 }
     }
 
-    fn len_at(&mut self) -> Option<usize> {
-        let b = self.body.get(self.pos..self.pos + 4)?;
+    fn len_at(&mut self) -> Result<usize, BatchFault> {
+        let b = self
+            .body
+            .get(self.pos..self.pos + 4)
+            .ok_or(BatchFault::Truncated)?;
         self.pos += 4;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
     }
 
-    fn bytes(&mut self, n: usize) -> Option<(&'a [u8], usize)> {
+    fn bytes(&mut self, n: usize) -> Result<(&'a [u8], usize), BatchFault> {
         let start = self.pos;
-        let end = start.checked_add(n)?;
-        let s = self.body.get(start..end)?;
+        let end = start.checked_add(n).ok_or(BatchFault::Truncated)?;
+        let s = self.body.get(start..end).ok_or(BatchFault::Truncated)?;
         self.pos = end;
-        Some((s, start))
+        Ok((s, start))
     }
 
-    fn decode(&mut self) -> Option<BatchOp<'a>> {
-        let tag = *self.body.get(self.pos)?;
+    fn decode(&mut self) -> Result<BatchOp<'a>, BatchFault> {
+        let tag = *self.body.get(self.pos).ok_or(BatchFault::Truncated)?;
         self.pos += 1;
         match tag {
             OP_PUT => {
@@ -179,7 +213,7 @@ impl<'a> BatchIter<'a> {
                 // `crate::t2::value_crc`), so a locator's `offset - 4` holds it.
                 self.bytes(VALUE_CRC_LEN)?;
                 let (value, value_offset) = self.bytes(vl)?;
-                Some(BatchOp::Put {
+                Ok(BatchOp::Put {
                     key,
                     value,
                     value_offset,
@@ -188,35 +222,33 @@ impl<'a> BatchIter<'a> {
             OP_DELETE => {
                 let kl = self.len_at()?;
                 let (key, _) = self.bytes(kl)?;
-                Some(BatchOp::Delete { key })
+                Ok(BatchOp::Delete { key })
             }
             OP_DELETE_RANGE => {
                 let bl = self.len_at()?;
                 let el = self.len_at()?;
                 let (begin, _) = self.bytes(bl)?;
                 let (end, _) = self.bytes(el)?;
-                Some(BatchOp::DeleteRange { begin, end })
+                Ok(BatchOp::DeleteRange { begin, end })
             }
-            _ => None,
+            other => Err(BatchFault::UnknownTag(other)),
         }
     }
 }
 
 impl<'a> Iterator for BatchIter<'a> {
-    type Item = Result<BatchOp<'a>, usize>;
+    type Item = Result<BatchOp<'a>, MalformedBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.pos >= self.body.len() {
             return None;
         }
-        let at = self.pos;
-        match self.decode() {
-            Some(op) => Some(Ok(op)),
-            None => {
-                self.pos = self.body.len();
-                Some(Err(at))
-            }
-        }
+        let offset = self.pos;
+        Some(self.decode().map_err(|fault| {
+            // Past a malformed operation nothing can be framed.
+            self.pos = self.body.len();
+            MalformedBatch { offset, fault }
+        }))
     }
 }
 
@@ -259,6 +291,30 @@ mod tests {
     fn malformed_body_reports_offset() {
         let body = [OP_PUT, 5, 0, 0, 0, 1, 0, 0, 0, b'x'];
         let got: Vec<_> = BatchIter::over(&body).collect();
-        assert_eq!(got, vec![Err(0)]);
+        assert_eq!(
+            got,
+            vec![Err(MalformedBatch {
+                offset: 0,
+                fault: BatchFault::Truncated
+            })]
+        );
+    }
+
+    #[test]
+    fn an_unknown_tag_after_good_operations_is_named_with_its_offset() {
+        let mut b = WriteBatch::new();
+        b.delete(b"k");
+        let good = b.rep.len();
+        b.rep.extend_from_slice(&[9, 0, 0, 0, 0]);
+        let got: Vec<_> = BatchIter::over(&b.rep).collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0], Ok(BatchOp::Delete { key: b"k" }));
+        let e = got[1].expect_err("malformed");
+        assert_eq!(e.offset, good);
+        assert_eq!(e.fault, BatchFault::UnknownTag(9));
+        assert_eq!(
+            e.to_string(),
+            format!("malformed batch operation at body offset {good}: unknown operation tag 9")
+        );
     }
 }

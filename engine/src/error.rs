@@ -39,6 +39,16 @@ impl Error {
     pub fn io(context: impl fmt::Display, err: std::io::Error) -> Self {
         Error::IoError(IoFailure::new(err.kind(), format!("{context}: {err}")))
     }
+
+    /// Corruption inside the record at `record_off` of file `path`. `what`
+    /// is a body decoder's error, which cannot know the file or the record.
+    pub(crate) fn in_record(
+        path: &std::path::Path,
+        record_off: usize,
+        what: impl fmt::Display,
+    ) -> Self {
+        Error::Corruption(format!("{} offset {record_off}: {what}", path.display()))
+    }
 }
 
 /// An I/O failure: the operating system's [`std::io::ErrorKind`] (so a

@@ -47,7 +47,7 @@ mod write;
 /// (`docs/reliability.md`); inert unless built with feature `failpoints`.
 pub mod failpoint;
 
-pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub use batch::{BatchFault, BatchIter, BatchOp, MalformedBatch, WriteBatch};
 pub use db::Db;
 pub use dir::DirLock;
 pub use error::{Error, IoFailure, Result};

@@ -262,7 +262,7 @@ impl Inner {
                 body,
                 &adjust,
             )
-            .map_err(|at| Error::InvalidArgument(format!("malformed write batch at byte {at}")))?;
+            .map_err(|e| Error::InvalidArgument(format!("write batch: {e}")))?;
             (a.lsn, a.end_lsn)
         };
         self.visible_after(seq);

@@ -192,6 +192,44 @@ fn flipped_byte_mid_segment_is_corruption_naming_file_and_offset() {
     assert!(info_log(dir.path()).contains("recovery failed"));
 }
 
+/// Rewrites the body byte at `at` of the record at `off` and recomputes
+/// both checksums, so that only the body's decoding can find the damage.
+fn forge_body_byte(path: &std::path::Path, off: usize, at: usize, byte: u8) {
+    let mut b = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    let body_len = u32_at(&b, off + 16) as usize;
+    let body = off + 48;
+    b[body + at] = byte;
+    let body_crc = crc32c::crc32c(&b[body..body + body_len]);
+    b[off + 20..off + 24].copy_from_slice(&body_crc.to_le_bytes());
+    b[off + 8..off + 12].fill(0);
+    let header_crc = crc32c::crc32c(&b[off..off + 48]);
+    b[off + 8..off + 12].copy_from_slice(&header_crc.to_le_bytes());
+    std::fs::write(path, b).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+#[test]
+fn a_checksummed_but_malformed_batch_is_corruption_naming_record_and_body_offset() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 50, 200);
+    }
+    let seg = seg_path(dir.path(), 0);
+    let off = record_offsets(&seg)[10];
+    // The first operation's tag byte.
+    forge_body_byte(&seg, off, 0, 9);
+    match Db::open(dir.path(), opts()) {
+        Err(Error::Corruption(m)) => {
+            let want = format!(
+                "00000000.seg offset {off}: malformed batch operation at body offset 0: unknown operation tag 9"
+            );
+            assert!(m.ends_with(&want), "{m}");
+        }
+        other => panic!("expected corruption, got {:?}", other.err()),
+    }
+}
+
 #[test]
 fn corruption_before_a_later_segment_is_reported() {
     let dir = tmp();

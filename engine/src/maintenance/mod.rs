@@ -126,17 +126,11 @@ fn compact(inner: &Inner, seg: &Segment, rep: &mut DefragReport) -> Result<()> {
         }
         let body = scan::body(seg, &f);
         let body_off = f.off + HEADER_LEN;
-        let malformed = |what: &str, at: usize| {
-            Error::Corruption(format!(
-                "{} offset {}: malformed {what} at body offset {at}",
-                seg.path.display(),
-                f.off
-            ))
-        };
+        let malformed = |what: &dyn std::fmt::Display| Error::in_record(&seg.path, f.off, what);
         match f.header.kind {
             Kind::Batch => {
                 for op in BatchIter::over(body) {
-                    let op = op.map_err(|at| malformed("batch", at))?;
+                    let op = op.map_err(|e| malformed(&e))?;
                     if let BatchOp::Put {
                         key,
                         value,
@@ -157,7 +151,7 @@ fn compact(inner: &Inner, seg: &Segment, rep: &mut DefragReport) -> Result<()> {
             }
             Kind::Packed | Kind::PackedPuts => {
                 for e in crate::t2::packed::of_record(&f.header, body) {
-                    let e = e.map_err(|at| malformed("packed directory", at))?;
+                    let e = e.map_err(|e| malformed(&e))?;
                     let end = e.value_off + e.old.len as usize;
                     let value = body.get(e.value_off..end).unwrap_or_default();
                     mover.move_if_live(e.key, value, seg, body_off + e.value_off, rep)?;

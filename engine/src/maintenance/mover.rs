@@ -146,10 +146,8 @@ impl<'a> Mover<'a> {
             inner.packed.add(a.seg.id, start, end, record as u64);
         }
         for e in packed::entries(b.count(), b.values().len(), b.dir()) {
-            let e = e.map_err(|at| {
-                Error::Corruption(format!(
-                    "internal: packed directory built malformed at {at}"
-                ))
+            let e = e.map_err(|e| {
+                Error::Corruption(format!("internal: a packed body built in memory has a {e}"))
             })?;
             crate::failpoint::hit("defragment.relocated");
             let new = e.located(a.seg.id, a.body_off);

@@ -18,7 +18,7 @@
 //!
 //! [`Kind::Packed`]: super::record::Kind::Packed
 
-use super::record::Header;
+use super::record::{Header, Kind};
 use super::value_crc::VALUE_CRC_LEN;
 use super::Locator;
 
@@ -49,48 +49,117 @@ impl Entry<'_> {
     }
 }
 
-/// The entries of a packed body whose values part is `values_len` bytes
-/// and whose directory is `dir`. An `Err` carries the body offset where
-/// the directory stops making sense; nothing after it is yielded.
+/// Why a packed directory does not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DirectoryFault {
+    /// The entry's fixed fields run past the directory's end.
+    EntryTruncated,
+    /// The entry's key runs past the directory's end.
+    KeyTruncated { key_len: usize },
+    /// The entry's value runs past the end of the values part.
+    ValueOutside { value_len: u32 },
+    /// Bytes follow the last entry (non-zero ones, where zero padding is
+    /// allowed).
+    TrailingBytes { len: usize },
+    /// The entries do not account for the whole values part.
+    ValuesUnclaimed { claimed: usize, values_len: usize },
+}
+
+impl std::fmt::Display for DirectoryFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            DirectoryFault::EntryTruncated => {
+                f.write_str("the entry's fixed fields run past the directory's end")
+            }
+            DirectoryFault::KeyTruncated { key_len } => {
+                write!(
+                    f,
+                    "the entry's {key_len}-byte key runs past the directory's end"
+                )
+            }
+            DirectoryFault::ValueOutside { value_len } => write!(
+                f,
+                "the entry's {value_len}-byte value runs past the values part"
+            ),
+            DirectoryFault::TrailingBytes { len } => {
+                write!(f, "{len} bytes follow the last entry")
+            }
+            DirectoryFault::ValuesUnclaimed {
+                claimed,
+                values_len,
+            } => write!(
+                f,
+                "the entries account for {claimed} of the values part's {values_len} bytes"
+            ),
+        }
+    }
+}
+
+/// A packed directory that does not decode: where (a body offset) and why.
+/// The decoder sees only the body, so the caller names the file and record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed {kind:?} directory at body offset {offset}: {fault}")]
+pub(crate) struct MalformedDirectory {
+    /// [`Kind::Packed`] or [`Kind::PackedPuts`].
+    pub kind: Kind,
+    /// Body offset of the entry (or of the end of the last one) at fault.
+    pub offset: usize,
+    pub fault: DirectoryFault,
+}
+
+/// The entries of a [`Kind::Packed`] body whose values part is `values_len`
+/// bytes and whose directory is `dir`. Nothing is yielded after an `Err`.
 pub(crate) fn entries(
     count: u32,
     values_len: usize,
     dir: &[u8],
-) -> impl Iterator<Item = Result<Entry<'_>, usize>> + '_ {
-    entries_padded(count, values_len, dir, false)
+) -> impl Iterator<Item = Result<Entry<'_>, MalformedDirectory>> + '_ {
+    entries_of(Kind::Packed, count, values_len, dir)
 }
 
-/// [`entries`], allowing zero bytes after the directory when `padded`
-/// ([`Kind::PackedPuts`]: the unused end of the space those puts reserved).
-///
-/// [`Kind::PackedPuts`]: super::record::Kind::PackedPuts
-pub(crate) fn entries_padded(
+/// [`entries`] of a record of `kind`; a [`Kind::PackedPuts`] directory may
+/// be followed by zero bytes (the unused end of the space those puts
+/// reserved).
+pub(crate) fn entries_of(
+    kind: Kind,
     count: u32,
     values_len: usize,
     dir: &[u8],
-    padded: bool,
-) -> impl Iterator<Item = Result<Entry<'_>, usize>> + '_ {
+) -> impl Iterator<Item = Result<Entry<'_>, MalformedDirectory>> + '_ {
+    let padded = kind == Kind::PackedPuts;
     let (mut left, mut pos, mut value_at) = (count, 0usize, 0usize);
     let mut broken = false;
     std::iter::from_fn(move || {
         if broken {
             return None;
         }
-        let bad = |at: usize| Some(Err(values_len + at));
+        let mut bad = |at: usize, fault: DirectoryFault| {
+            broken = true;
+            Some(Err(MalformedDirectory {
+                kind,
+                offset: values_len + at,
+                fault,
+            }))
+        };
         if left == 0 {
             // Every byte is accounted for, or the record is malformed.
             let rest = dir.get(pos..).unwrap_or_default();
             let padding = padded && rest.iter().all(|&b| b == 0);
-            if !(pos == dir.len() || padding) || value_at != values_len {
-                broken = true;
-                return bad(pos);
+            if !(rest.is_empty() || padding) {
+                return bad(pos, DirectoryFault::TrailingBytes { len: rest.len() });
+            }
+            if value_at != values_len {
+                let fault = DirectoryFault::ValuesUnclaimed {
+                    claimed: value_at,
+                    values_len,
+                };
+                return bad(pos, fault);
             }
             return None;
         }
         left -= 1;
         let Some(fixed) = dir.get(pos..pos + DIR_FIXED) else {
-            broken = true;
-            return bad(pos);
+            return bad(pos, DirectoryFault::EntryTruncated);
         };
         let u32_at =
             |i: usize| u32::from_le_bytes([fixed[i], fixed[i + 1], fixed[i + 2], fixed[i + 3]]);
@@ -106,12 +175,10 @@ pub(crate) fn entries_padded(
         let value_off = value_at + VALUE_CRC_LEN;
         let value_end = value_off + value_len as usize;
         let Some(key) = dir.get(key_at..key_at + key_len) else {
-            broken = true;
-            return bad(pos);
+            return bad(pos, DirectoryFault::KeyTruncated { key_len });
         };
         if value_end > values_len {
-            broken = true;
-            return bad(pos);
+            return bad(pos, DirectoryFault::ValueOutside { value_len });
         }
         pos = key_at + key_len;
         value_at = value_end;
@@ -128,12 +195,11 @@ pub(crate) fn entries_padded(
 pub(crate) fn of_record<'a>(
     h: &Header,
     body: &'a [u8],
-) -> impl Iterator<Item = Result<Entry<'a>, usize>> + 'a {
+) -> impl Iterator<Item = Result<Entry<'a>, MalformedDirectory>> + 'a {
     let values_len = usize::try_from(h.extra)
         .unwrap_or(usize::MAX)
         .min(body.len());
-    let padded = h.kind == super::record::Kind::PackedPuts;
-    entries_padded(h.count_or_key_len, values_len, &body[values_len..], padded)
+    entries_of(h.kind, h.count_or_key_len, values_len, &body[values_len..])
 }
 
 /// The directory of a packed body under construction, with the running
@@ -341,12 +407,12 @@ mod tests {
         let mut dir = b.dir().to_vec();
         dir.extend_from_slice(&[0u8; 100]);
         let (n, vl) = (b.count(), b.values().len());
-        let ok: Result<Vec<_>, _> = entries_padded(n, vl, &dir, true).collect();
+        let ok: Result<Vec<_>, _> = entries_of(Kind::PackedPuts, n, vl, &dir).collect();
         assert_eq!(ok.map(|v| v.len()), Ok(3));
-        let unpadded: Result<Vec<_>, _> = entries_padded(n, vl, &dir, false).collect();
+        let unpadded: Result<Vec<_>, _> = entries_of(Kind::Packed, n, vl, &dir).collect();
         assert!(unpadded.is_err());
         dir[b.dir().len() + 50] = 1;
-        let dirty: Result<Vec<_>, _> = entries_padded(n, vl, &dir, true).collect();
+        let dirty: Result<Vec<_>, _> = entries_of(Kind::PackedPuts, n, vl, &dir).collect();
         assert!(dirty.is_err());
     }
 
@@ -370,5 +436,57 @@ mod tests {
         huge[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
         let r: Result<Vec<_>, _> = entries(b.count(), b.values().len(), &huge).collect();
         assert!(r.is_err());
+    }
+
+    #[test]
+    fn a_malformed_directory_names_the_entry_at_fault_and_why() {
+        let b = built();
+        let (dir, n, vl) = (b.dir(), b.count(), b.values().len());
+        let err = |kind: Kind, count: u32, values_len: usize, dir: &[u8]| {
+            entries_of(kind, count, values_len, dir)
+                .find_map(Result::err)
+                .expect("malformed")
+        };
+        let e = err(Kind::Packed, n, vl, &dir[..10]);
+        assert_eq!((e.offset, e.fault), (vl, DirectoryFault::EntryTruncated));
+        let mut huge = dir.to_vec();
+        huge[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = err(Kind::Packed, n, vl, &huge);
+        let key_len = u32::MAX as usize;
+        assert_eq!(e.fault, DirectoryFault::KeyTruncated { key_len });
+        // The third entry's 600-byte value no longer fits.
+        let third = 2 * DIR_FIXED + 4 + 4;
+        let e = err(Kind::Packed, n, vl - 1, dir);
+        assert_eq!(
+            (e.offset, e.fault),
+            (
+                vl - 1 + third,
+                DirectoryFault::ValueOutside { value_len: 600 }
+            )
+        );
+        let e = err(Kind::Packed, n, vl + 16, dir);
+        let unclaimed = DirectoryFault::ValuesUnclaimed {
+            claimed: vl,
+            values_len: vl + 16,
+        };
+        assert_eq!((e.offset, e.fault), (vl + 16 + dir.len(), unclaimed));
+        let mut padded = dir.to_vec();
+        padded.extend_from_slice(&[0, 0, 1, 0]);
+        let e = err(Kind::PackedPuts, n, vl, &padded);
+        assert_eq!(
+            (e.kind, e.offset, e.fault),
+            (
+                Kind::PackedPuts,
+                vl + dir.len(),
+                DirectoryFault::TrailingBytes { len: 4 }
+            )
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "malformed PackedPuts directory at body offset {}: 4 bytes follow the last entry",
+                vl + dir.len()
+            )
+        );
     }
 }

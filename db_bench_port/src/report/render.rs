@@ -231,15 +231,16 @@ fn seed004_md(results: &Results) -> String {
         return table;
     }
     format!(
-        "## Seed 004: fill 1M keys, then 20M reads on {} threads\n\n\
+        "## Seed 004: fill, then random reads on {} threads\n\n\
          `fillseq,flush` of {} keys (8 B keys, 1,024 B values), then `readrandom` with \
-         `--threads={}` on the filled database, page cache warm; {} rounds, engines \
+         `--threads={}` and `--reads={}` on the filled database, page cache warm; {} rounds, engines \
          interleaved, medians. Fill time counts the flush, where Sparkey builds its hash \
          index. Times relative to LMDB: below 1 is faster. The seed's columns are its own \
          machine's figures (koron/java-halodb-playground), as ratios to its LMDB.\n\n{table}\n",
         super::seed004::THREADS,
         results.seed004.first().map_or(0, |r| r.keys),
         super::seed004::THREADS,
+        results.seed004.first().map_or(0, |r| r.reads_per_thread),
         results
             .seed004
             .iter()
@@ -558,10 +559,7 @@ pub fn html(results: &Results) -> String {
 
     let seed = super::seed004::table_md(&results.seed004);
     if !seed.is_empty() {
-        let _ = writeln!(
-            s,
-            "<h2>Seed 004: fill 1M keys, then 20M reads on 8 threads</h2>"
-        );
+        let _ = writeln!(s, "<h2>Seed 004: fill, then random reads on 8 threads</h2>");
         s.push_str(&md_to_html_table(&seed));
         let _ = writeln!(s, "<ul>");
         for l in seed.lines().filter_map(|l| l.strip_prefix("- ")) {

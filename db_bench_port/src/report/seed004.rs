@@ -74,6 +74,9 @@ pub struct SeedRun {
     pub rep: usize,
     /// Keys filled.
     pub keys: u64,
+    /// `readrandom` reads per thread.
+    #[serde(default)]
+    pub reads_per_thread: u64,
     /// `ok` or `failed`.
     pub status: String,
     /// `fillseq` plus `flush`, seconds.
@@ -136,6 +139,7 @@ pub fn run(
                 is_vmemkv: v.is_vmemkv,
                 rep,
                 keys,
+                reads_per_thread: reads,
                 status: "failed".into(),
                 fill_secs: None,
                 open_secs: None,
@@ -359,6 +363,7 @@ mod tests {
             is_vmemkv: vm,
             rep,
             keys: 1_000_000,
+            reads_per_thread: 2_500_000,
             status: "ok".into(),
             fill_secs: Some(fill),
             open_secs: Some(open),

@@ -127,21 +127,7 @@ pub fn open(path: &Path, opts: &EngineOptions, blob: bool) -> Result<Box<dyn Db>
     }
 
     let exists = path.join("version").exists();
-    if exists && opts.error_if_exists {
-        return Err(Error::InvalidArgument(format!(
-            "{name}: {} already holds a database (error_if_exists)",
-            path.display()
-        )));
-    }
-    if !exists && !opts.create_if_missing {
-        return Err(Error::InvalidArgument(format!(
-            "{name}: {} holds no database and create_if_missing is false",
-            path.display()
-        )));
-    }
-    std::fs::create_dir_all(path)
-        .map_err(|e| Error::io(format!("{name}: create directory {}", path.display()), e))?;
-    let lock = DirLock::acquire(path).map_err(super::vmemkv::map_err)?;
+    let lock = super::open_dir::prepare(name, path, exists, opts)?;
     renew_fjall_lock_file(path, name)?;
 
     let mut b = Database::builder(path);

@@ -116,23 +116,9 @@ pub fn open(path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
     }
 
     let exists = path.join("data.mdb").exists();
-    if exists && opts.error_if_exists {
-        return Err(Error::InvalidArgument(format!(
-            "lmdb: {} already holds a database (error_if_exists)",
-            path.display()
-        )));
-    }
-    if !exists && !opts.create_if_missing {
-        return Err(Error::InvalidArgument(format!(
-            "lmdb: {} holds no database and create_if_missing is false",
-            path.display()
-        )));
-    }
-    std::fs::create_dir_all(path)
-        .map_err(|e| Error::io(format!("lmdb: create directory {}", path.display()), e))?;
     // vmemkv's lock: a POSIX record lock, which a forked child does not
     // inherit, plus a registry that refuses a second open in this process.
-    let lock = DirLock::acquire(path).map_err(super::vmemkv::map_err)?;
+    let lock = super::open_dir::prepare("lmdb", path, exists, opts)?;
 
     let mut flags = EnvFlags::NO_SYNC;
     if writemap {

@@ -7,6 +7,8 @@ mod collapse;
 pub mod fjall;
 #[cfg(feature = "lmdb")]
 pub mod lmdb;
+#[cfg(any(feature = "lmdb", feature = "fjall", feature = "sparkey"))]
+mod open_dir;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
 pub mod rocksdb_keys;

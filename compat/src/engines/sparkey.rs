@@ -117,21 +117,7 @@ pub fn open(path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
     let log_path = path.join(LOG_FILE);
     let index_path = path.join(INDEX_FILE);
     let exists = log_path.exists();
-    if exists && opts.error_if_exists {
-        return Err(Error::InvalidArgument(format!(
-            "sparkey: {} already holds a database (error_if_exists)",
-            path.display()
-        )));
-    }
-    if !exists && !opts.create_if_missing {
-        return Err(Error::InvalidArgument(format!(
-            "sparkey: {} holds no database and create_if_missing is false",
-            path.display()
-        )));
-    }
-    std::fs::create_dir_all(path)
-        .map_err(|e| Error::io(format!("sparkey: create directory {}", path.display()), e))?;
-    let lock = DirLock::acquire(path).map_err(super::vmemkv::map_err)?;
+    let lock = super::open_dir::prepare("sparkey", path, exists, opts)?;
 
     let writer = if exists {
         log::Writer::append(&log_path)

@@ -30,6 +30,7 @@ mod maintenance;
 mod membudget;
 mod multiscan;
 mod options;
+mod prefetch;
 mod read;
 mod recovery;
 mod snapshot;

@@ -93,6 +93,14 @@ impl Bloom {
         }
     }
 
+    /// Hints the CPU to load the block [`Self::may_contain_hash`] reads.
+    #[inline]
+    pub fn prefetch(&self, h: u64) {
+        if let Some(b) = self.blocks.get(self.block_of(h)) {
+            crate::prefetch::line_of(b);
+        }
+    }
+
     /// False means the key is definitely absent.
     #[inline]
     pub fn may_contain_hash(&self, h: u64) -> bool {

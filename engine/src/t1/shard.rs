@@ -8,7 +8,7 @@ use arc_swap::ArcSwap;
 use super::append::{AppendMap, MapInsert};
 use super::bloom::hash_key;
 use super::entry::{Entry, Rec, Upsert};
-use super::sorted::Sorted;
+use super::sorted::{Probe, Sorted};
 use super::versions::Versions;
 
 /// What a read at a seq found in a shard's regions.
@@ -99,24 +99,24 @@ impl ShardState {
         self.sorted_rec(key, fp)
     }
 
-    /// The sorted region's record for `key` (Bloom filter first).
+    /// The sorted region's record for `key`, behind its Bloom filter.
     #[inline]
     fn sorted_rec(&self, key: &[u8], fp: &std::sync::atomic::AtomicU64) -> Option<Rec> {
         let s = &*self.sorted;
         if self.sorted_hi == self.sorted_lo {
             return None;
         }
-        if s.bloom_enabled() {
-            if !s.may_contain_hash(hash_key(key)) {
-                return None;
+        let h = s.bloom_enabled().then(|| hash_key(key));
+        match s.probe(key, h) {
+            Probe::Found(i) => Some(s.rec(i)),
+            Probe::Filtered => None,
+            Probe::Absent => {
+                if h.is_some() {
+                    fp.fetch_add(1, Ordering::Relaxed);
+                }
+                None
             }
-            let r = s.find(key).map(|i| s.rec(i));
-            if r.is_none() {
-                fp.fetch_add(1, Ordering::Relaxed);
-            }
-            return r;
         }
-        s.find(key).map(|i| s.rec(i))
     }
 
     /// The version of `key` visible at `at` (tombstones included). `top` is

@@ -9,6 +9,29 @@
 use super::bloom::{hash_key, Bloom};
 use super::entry::Rec;
 use super::mem::advise_huge;
+use crate::prefetch;
+
+/// The outcome of [`Sorted::probe`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// The Bloom filter rules the key out.
+    Filtered,
+    /// The key is at this index.
+    Found(usize),
+    /// The key is absent (after passing the filter, if one was asked).
+    Absent,
+}
+
+impl Probe {
+    /// The index, if found.
+    #[cfg(test)]
+    pub fn found(self) -> Option<usize> {
+        match self {
+            Probe::Found(i) => Some(i),
+            Probe::Filtered | Probe::Absent => None,
+        }
+    }
+}
 
 /// One sample per this many keys; a block of prefixes is then 4 cache lines.
 const SAMPLE: usize = 32;
@@ -64,9 +87,18 @@ pub(crate) struct Sorted {
     prefixes: Vec<u64>,
     /// `prefixes[i * SAMPLE]`: a cache-resident first level for the binary search.
     samples: Vec<u64>,
+    /// A radix table over the prefixes: see [`Radix`].
+    radix: Radix,
     recs: Vec<Rec>,
     /// Length of the prefix every key shares (that of the first and last key).
     skip: usize,
+    /// The shared prefix as a zero-padded big-endian word, when `skip <= 8`.
+    common_word: u64,
+    /// `Some(len)` when every key is `len` bytes and `len <= skip + 8`: the
+    /// shared prefix and a key's 8-byte search prefix then spell the whole
+    /// key, so a query of that length that matches a prefix is found
+    /// without reading the arena (a cache miss per point read saved).
+    exact_len: Option<usize>,
     bloom: Bloom,
 }
 
@@ -76,6 +108,94 @@ fn prefix_of(s: &[u8]) -> u64 {
     let n = s.len().min(8);
     w[..n].copy_from_slice(&s[..n]);
     u64::from_be_bytes(w)
+}
+
+/// Keys per radix bucket aimed at: a bucket of uniform keys then spans
+/// one or two cache lines of prefixes.
+const RADIX_KEYS_PER_BUCKET: usize = 8;
+/// A bucket holding more prefixes than this is searched through the
+/// samples instead (skewed keys).
+const RADIX_MAX_BUCKET: usize = 4 * SAMPLE;
+
+/// `first[t]` is the first index whose prefix `p` has
+/// `(p - min) >> shift >= t`, so the first prefix `>= qp` lies in
+/// `[first[t], first[t + 1]]` for `t = (qp - min) >> shift`: one load
+/// instead of a binary search over the samples, whose halvings are
+/// dependent loads (the largest part of a point read in the profiles of
+/// docs/performance.md). Keys that are not spread over their range fall
+/// back to the samples bucket by bucket.
+struct Radix {
+    first: Vec<u32>,
+    min: u64,
+    max: u64,
+    shift: u32,
+}
+
+impl Radix {
+    fn none() -> Radix {
+        Radix {
+            first: Vec::new(),
+            min: 0,
+            max: 0,
+            shift: 0,
+        }
+    }
+
+    /// The table for `prefixes` (sorted), about one entry per
+    /// [`RADIX_KEYS_PER_BUCKET`] keys.
+    fn build(prefixes: &[u64]) -> Radix {
+        let n = prefixes.len();
+        let (Some(&min), Some(&max)) = (prefixes.first(), prefixes.last()) else {
+            return Radix::none();
+        };
+        if n < 2 * RADIX_KEYS_PER_BUCKET || u32::try_from(n).is_err() {
+            return Radix::none();
+        }
+        let bits = (n / RADIX_KEYS_PER_BUCKET)
+            .next_power_of_two()
+            .trailing_zeros();
+        let span_bits = 64 - (max - min).leading_zeros();
+        let shift = span_bits.saturating_sub(bits);
+        let buckets = ((max - min) >> shift) as usize + 1;
+        let mut first = Vec::with_capacity(buckets + 1);
+        for (i, &p) in prefixes.iter().enumerate() {
+            let b = ((p - min) >> shift) as usize;
+            while first.len() <= b {
+                first.push(i as u32);
+            }
+        }
+        first.push(n as u32);
+        Radix {
+            first,
+            min,
+            max,
+            shift,
+        }
+    }
+
+    /// `[lo, hi)`, the prefixes sharing `qp`'s bucket: the first prefix
+    /// `>= qp` is in `lo..=hi`. `None` without a table.
+    #[inline]
+    fn bucket(&self, qp: u64) -> Option<(usize, usize)> {
+        if self.first.is_empty() {
+            return None;
+        }
+        if qp < self.min {
+            return Some((0, 0));
+        }
+        if qp > self.max {
+            let n = self.first.last().map_or(0, |&x| x as usize);
+            return Some((n, n));
+        }
+        let t = ((qp - self.min) >> self.shift) as usize;
+        let lo = self.first.get(t)?;
+        let hi = self.first.get(t + 1)?;
+        Some((*lo as usize, *hi as usize))
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.first.capacity() * 4
+    }
 }
 
 /// First index `i` with `a[i] >= x` (branch-free halving).
@@ -121,22 +241,76 @@ impl Sorted {
 
     /// First index whose key is `>= q` (`len()` if none).
     pub fn lower_bound(&self, q: &[u8]) -> usize {
+        self.locate(q, None).map_or(0, |(i, _)| i)
+    }
+
+    /// Index of the entry for exactly `q`.
+    #[cfg(test)]
+    pub fn find(&self, q: &[u8]) -> Option<usize> {
+        self.probe(q, None).found()
+    }
+
+    /// [`Self::find`] behind the Bloom filter, when enabled: `h` is `q`'s
+    /// [`hash_key`]. The filter's block and the search prefixes are loaded
+    /// together, so a hit costs one miss less than filter-then-search.
+    #[inline]
+    pub fn probe(&self, q: &[u8], h: Option<u64>) -> Probe {
+        let h = h.filter(|_| self.bloom.enabled());
+        match self.locate(q, h) {
+            None => Probe::Filtered,
+            Some((i, true)) => Probe::Found(i),
+            Some((i, false)) if i < self.len() && self.key(i) == q => Probe::Found(i),
+            Some(_) => Probe::Absent,
+        }
+    }
+
+    /// [`Self::lower_bound`], and whether that key is known to equal `q`;
+    /// `None` if the Bloom filter (consulted when `h` is given) rules `q` out.
+    #[inline]
+    fn locate(&self, q: &[u8], h: Option<u64>) -> Option<(usize, bool)> {
+        if let Some(h) = h {
+            self.bloom.prefetch(h);
+        }
         let n = self.len();
         if n == 0 {
-            return 0;
+            return Some((0, false));
         }
-        let first = self.key(0);
-        let common = first.get(..self.skip).unwrap_or(first);
         let qc = q.get(..self.skip).unwrap_or(q);
-        match qc.cmp(common) {
-            std::cmp::Ordering::Less => return 0,
-            std::cmp::Ordering::Greater => return n,
+        // Outside the shared prefix: absent without a search, so a probe
+        // counts it as filtered rather than as a filter false positive.
+        let outside = |i| h.is_none().then_some((i, false));
+        let order = if self.skip <= 8 {
+            // Zero-padded words, then lengths: the byte order, without a
+            // `memcmp` call (3% of a point read).
+            (prefix_of(qc), qc.len()).cmp(&(self.common_word, self.skip))
+        } else {
+            let first = self.key(0);
+            qc.cmp(first.get(..self.skip).unwrap_or(first))
+        };
+        match order {
+            std::cmp::Ordering::Less => return outside(0),
+            std::cmp::Ordering::Greater => return outside(n),
             std::cmp::Ordering::Equal => {}
         }
         let qp = prefix_of(q.get(self.skip..).unwrap_or(&[]));
-        let i = self.lower_prefix(qp);
-        if i >= n || self.prefixes.get(i) != Some(&qp) || self.key(i) >= q {
-            return i;
+        let block = self.prefix_block(qp);
+        if let Some(h) = h {
+            if !self.bloom.may_contain_hash(h) {
+                return None;
+            }
+        }
+        let i = block.0 + lower_u64(block.1, qp);
+        if let Some(r) = self.recs.get(i) {
+            prefetch::line_of(r);
+        }
+        if i >= n || self.prefixes.get(i) != Some(&qp) {
+            return Some((i, false));
+        }
+        if self.exact_len == Some(q.len()) {
+            return Some((i, true));
+        }
+        if self.key(i) >= q {
+            return Some((i, false));
         }
         // Several keys share this 8-byte prefix: binary search them on full keys.
         let end = self.lower_prefix(qp.saturating_add(1)).max(i + 1);
@@ -150,28 +324,45 @@ impl Sorted {
                 hi = mid;
             }
         }
-        lo
+        Some((lo, false))
     }
 
     /// First index whose prefix is `>= qp`: search the samples, then one block.
     #[inline]
     fn lower_prefix(&self, qp: u64) -> usize {
+        let (lo, block) = self.prefix_block(qp);
+        lo + lower_u64(block, qp)
+    }
+
+    /// The block of prefixes, and its first index, that holds the first
+    /// prefix `>= qp` (or whose end is it), found from the radix table or
+    /// else the samples; its lines are prefetched so the search inside it
+    /// waits for one miss, not one per halving.
+    #[inline]
+    fn prefix_block(&self, qp: u64) -> (usize, &[u64]) {
+        if let Some((lo, hi)) = self.radix.bucket(qp) {
+            if hi - lo <= RADIX_MAX_BUCKET {
+                let block = self.prefixes.get(lo..hi).unwrap_or(&[]);
+                prefetch::slice(block);
+                // A small bucket's records too: the one the search picks is
+                // then in flight already (one dependent miss less).
+                if hi - lo <= RADIX_KEYS_PER_BUCKET * 2 {
+                    let end = (hi + 1).min(self.recs.len());
+                    prefetch::slice(self.recs.get(lo..end).unwrap_or(&[]));
+                }
+                return (lo, block);
+            }
+        }
         let j = lower_u64(&self.samples, qp);
         if j == 0 {
-            return 0;
+            return (0, &[]);
         }
         // samples[j-1] < qp <= samples[j]: the answer is in ((j-1)*SAMPLE, j*SAMPLE].
         let lo = (j - 1) * SAMPLE + 1;
         let hi = (j * SAMPLE).min(self.prefixes.len());
         let block = self.prefixes.get(lo..hi).unwrap_or(&[]);
-        lo + lower_u64(block, qp)
-    }
-
-    /// Index of the entry for exactly `q`.
-    #[inline]
-    pub fn find(&self, q: &[u8]) -> Option<usize> {
-        let i = self.lower_bound(q);
-        (i < self.len() && self.key(i) == q).then_some(i)
+        prefetch::slice(block);
+        (lo, block)
     }
 
     pub fn bloom_enabled(&self) -> bool {
@@ -179,7 +370,7 @@ impl Sorted {
     }
 
     /// False means `q` (with hash `h`) is certainly not in this region.
-    #[inline]
+    #[cfg(test)]
     pub fn may_contain_hash(&self, h: u64) -> bool {
         self.bloom.may_contain_hash(h)
     }
@@ -204,6 +395,7 @@ impl Sorted {
             + self.offsets.heap_bytes()
             + self.prefixes.capacity() * 8
             + self.samples.capacity() * 8
+            + self.radix.heap_bytes()
             + self.recs.capacity() * std::mem::size_of::<Rec>()
             + self.bloom.heap_bytes()
     }
@@ -270,8 +462,11 @@ impl SortedBuilder {
             offsets: self.offsets,
             prefixes: Vec::new(),
             samples: Vec::new(),
+            radix: Radix::none(),
             recs: self.recs,
             skip: 0,
+            common_word: 0,
+            exact_len: None,
             bloom: Bloom::with_capacity(0, 0),
         };
         let n = s.len();
@@ -279,11 +474,16 @@ impl SortedBuilder {
             return s;
         }
         let (first, last) = (s.key(0), s.key(n - 1));
-        s.skip = first
+        let skip = first
             .iter()
             .zip(last.iter())
             .take_while(|(a, b)| a == b)
             .count();
+        let common_word = prefix_of(first.get(..skip.min(8)).unwrap_or(&[]));
+        (s.skip, s.common_word) = (skip, common_word);
+        if let Offsets::Fixed(len) = s.offsets {
+            s.exact_len = (len <= s.skip + 8).then_some(len);
+        }
         let mut prefixes = Vec::with_capacity(n);
         advise_huge(&prefixes);
         let mut bloom = Bloom::with_capacity(n, bloom_bits_per_key);
@@ -295,6 +495,7 @@ impl SortedBuilder {
             }
         }
         s.samples = prefixes.iter().step_by(SAMPLE).copied().collect();
+        s.radix = Radix::build(&prefixes);
         s.prefixes = prefixes;
         s.bloom = bloom;
         s
@@ -417,6 +618,86 @@ mod tests {
         for (i, k) in fk.iter().enumerate() {
             assert_eq!(f.find(k), Some(i));
             assert_eq!(f.key(i), *k);
+        }
+    }
+
+    #[test]
+    fn keys_spelled_by_their_prefixes_are_found_without_the_arena() {
+        // 8-byte big-endian integers with zero bytes, as db_bench writes them.
+        let owned: Vec<Vec<u8>> = (0..4000u64)
+            .map(|i| (i * 3).to_be_bytes().to_vec())
+            .collect();
+        let keys: Vec<&[u8]> = owned.iter().map(|k| k.as_slice()).collect();
+        let s = build(&keys, 0);
+        assert_eq!((s.exact_len, s.skip), (Some(8), 6));
+        let past = 0x0100_0000_0000u64.to_be_bytes();
+        assert_eq!(s.lower_bound(&past), keys.len());
+        for i in 0..12_000u64 {
+            let q = i.to_be_bytes();
+            let want = (i % 3 == 0).then_some((i / 3) as usize);
+            assert_eq!(s.find(&q), want, "query {i}");
+            assert_eq!(s.lower_bound(&q), i.div_ceil(3) as usize);
+            // Shorter and longer queries with the same padded prefix.
+            let mut longer = q.to_vec();
+            longer.push(0);
+            assert_eq!(s.find(&longer), None);
+            assert_eq!(s.find(&q[..7]), None);
+            // Shorter than the shared prefix (6 bytes here), and past it.
+            for short in [&q[..5], &q[..7]] {
+                let expect = keys.partition_point(|k| *k < short);
+                assert_eq!(s.lower_bound(short), expect, "query {short:?}");
+            }
+            assert_eq!(
+                s.lower_bound(&longer),
+                keys.partition_point(|k| *k < longer.as_slice())
+            );
+        }
+        // Keys longer than the shared prefix plus 8 bytes still read the arena.
+        let long: Vec<Vec<u8>> = (0..100u32)
+            .map(|i| format!("{i:04}-suffix-{i:04}").into_bytes())
+            .collect();
+        let lk: Vec<&[u8]> = long.iter().map(|k| k.as_slice()).collect();
+        let l = build(&lk, 0);
+        assert_eq!(l.exact_len, None);
+        assert_eq!(l.find(b"0007-suffix-0008"), None);
+        assert_eq!(l.find(b"0007-suffix-0007"), Some(7));
+    }
+
+    #[test]
+    fn skewed_keys_fall_back_to_the_samples() {
+        // Most keys crowd one radix bucket; a few spread the range wide.
+        let mut owned: Vec<Vec<u8>> = (0..3000u64)
+            .map(|i| (1_000_000 + i).to_be_bytes().to_vec())
+            .collect();
+        owned.extend((1..50u64).map(|i| (i << 56).to_be_bytes().to_vec()));
+        owned.push(vec![0; 8]);
+        owned.sort();
+        let keys: Vec<&[u8]> = owned.iter().map(|k| k.as_slice()).collect();
+        let s = build(&keys, 10);
+        let (lo, hi) = s
+            .radix
+            .bucket(prefix_of(&1_000_500u64.to_be_bytes()))
+            .unwrap();
+        assert!(hi - lo > RADIX_MAX_BUCKET, "the crowded bucket is large");
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(s.probe(k, Some(hash_key(k))), Probe::Found(i));
+            assert_eq!(s.probe(k, None), Probe::Found(i));
+        }
+        for q in [
+            0u64,
+            999_999,
+            1_000_000,
+            1_002_999,
+            1_003_000,
+            7 << 56,
+            u64::MAX,
+        ] {
+            let q = q.to_be_bytes();
+            let expect = keys.partition_point(|k| *k < q.as_slice());
+            assert_eq!(s.lower_bound(&q), expect, "query {q:?}");
+            let present = keys.contains(&q.as_slice());
+            let p = s.probe(&q, Some(hash_key(&q)));
+            assert_eq!(p.found().is_some(), present, "query {q:?}: {p:?}");
         }
     }
 

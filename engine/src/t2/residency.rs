@@ -1,6 +1,5 @@
-//! Page-cache residency of segment pages (`mincore`), CPU-cache prefetch of
-//! bytes about to be read, and, for cold-cache tests and benchmarks,
-//! eviction of a segment from the page cache.
+//! Page-cache residency of segment pages (`mincore`) and, for cold-cache
+//! tests and benchmarks, eviction of a segment from the page cache.
 
 use std::os::unix::io::AsRawFd;
 
@@ -33,25 +32,6 @@ pub(crate) fn resident(seg: &Segment, start: usize, len: usize, out: &mut Vec<u8
     if rc != 0 {
         out.iter_mut().for_each(|p| *p = 0);
     }
-}
-
-/// Hints the CPU to load the cache lines of `b`. A hint only: a line whose
-/// page is not mapped (or not resident) is dropped, never faulted in.
-#[inline]
-pub(crate) fn prefetch_lines(b: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in b.chunks(64) {
-        // SAFETY: PREFETCHT0 (SSE, part of the x86_64 baseline) reads no
-        // memory architecturally: it cannot fault or change program state,
-        // whatever the address; `line` lies inside a live mapping or buffer.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                line.as_ptr().cast::<i8>(),
-            );
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = b;
 }
 
 /// Drops `seg` from the page cache so the next read goes to the disk:

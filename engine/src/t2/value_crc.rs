@@ -122,6 +122,9 @@ const GRAIN: usize = 64;
 /// Marks older than this are dropped, so a value read again is checked at
 /// least this often even if the engine never saw its page leave memory.
 const REVERIFY_MS: u64 = 30_000;
+/// Bytes of a value prefetched before its mark is read; the hardware
+/// prefetcher follows the rest once the copy streams.
+const PREFETCH_VALUE: usize = 256;
 
 /// Which values of a segment were checked since their pages were last
 /// (possibly) read from the file: RocksDB checks a block when it reads it
@@ -198,6 +201,9 @@ pub(crate) fn verify_mapped(seg: &Segment, off: usize, value: &[u8], once: bool)
         return verify(seg, off, value).map(drop);
     }
     let marks = seg.verified();
+    // The mark and the value are two misses with no dependency: start the
+    // value's first lines (its checksum precedes it) before the mark.
+    crate::prefetch::lines(value.get(..PREFETCH_VALUE).unwrap_or(value));
     if marks.is_set(off) {
         return Ok(());
     }

@@ -42,8 +42,9 @@ pub struct Options {
     /// when off they are read from T2 like any other value.
     pub inline_values: bool,
     /// Pre-fault segment mappings (`MAP_POPULATE`) when they are mapped
-    /// (ablation switch). New segments always are; segments that exist at
-    /// open only when together they take at most half of the memory budget
+    /// (ablation switch). New segments never are (they hold nothing to
+    /// read, and populating them slowed every write into them); segments
+    /// that exist at open only when together they take at most half of the memory budget
     /// (`MemAvailable`, capped by the memory cgroup's limit), since
     /// populating a larger-than-memory log would read it all and thrash.
     pub prefault: bool,

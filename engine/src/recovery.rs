@@ -71,7 +71,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<Inner>> {
     };
     // Prefaulting existing segments reads them all in: worth it when
     // they fit in memory, a thrash when they are larger than it (the
-    // case vmemkv is built for). New segments are always prefaulted.
+    // case vmemkv is built for). New segments never are (`Segment::create`).
     let existing = (listing.segments.len() as u64).saturating_mul(opts.segment_size as u64);
     let open_opts = match crate::membudget::budget() {
         Some(b) if opts.prefault && existing > b / 2 => {

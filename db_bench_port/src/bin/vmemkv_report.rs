@@ -4,7 +4,11 @@
 //! ```text
 //! vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH]
 //!               [--rivals=auto|0|1] [--scenarios=8B-mem,1KB-LTM] [--threads=1,2,4]
+//! vmemkv_report --readme[=README.md] [--results=docs/results] [--readme-check]
 //! ```
+//!
+//! `--readme` runs nothing: it regenerates README.md's comparison block
+//! from the committed `results.json` files (`report/readme.rs`).
 
 #[path = "../report/mod.rs"]
 mod report;
@@ -20,6 +24,10 @@ fn main() -> ExitCode {
     let mut rivals = "auto".to_string();
     let mut only = Vec::new();
     let mut threads = Vec::new();
+    let (default_readme, default_results) = report::readme::workspace_paths();
+    let mut readme: Option<PathBuf> = None;
+    let mut results_dir = default_results;
+    let mut readme_check = false;
     for arg in std::env::args().skip(1) {
         let (k, v) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
         match k {
@@ -34,6 +42,10 @@ fn main() -> ExitCode {
             "--work-dir" => work = PathBuf::from(v),
             "--db-bench" => db_bench = Some(PathBuf::from(v)),
             "--rivals" => rivals = v.to_string(),
+            "--readme" if v.is_empty() => readme = Some(default_readme.clone()),
+            "--readme" => readme = Some(PathBuf::from(v)),
+            "--readme-check" => readme_check = true,
+            "--results" => results_dir = PathBuf::from(v),
             "--scenarios" => only = v.split(',').map(str::to_string).collect(),
             "--threads" => match v.split(',').map(str::parse::<usize>).collect() {
                 Ok(t) if !v.is_empty() => threads = t,
@@ -44,6 +56,7 @@ fn main() -> ExitCode {
             },
             "--help" | "-h" => {
                 println!("usage: vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH] [--rivals=auto|0|1] [--scenarios=a,b] [--threads=1,2,4]");
+                println!("       vmemkv_report --readme[=README.md] [--results=docs/results] [--readme-check]");
                 return ExitCode::SUCCESS;
             }
             _ => {
@@ -51,6 +64,36 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+    }
+    if readme_check && readme.is_none() {
+        readme = Some(default_readme);
+    }
+    if let Some(path) = readme {
+        return match report::readme::update(&path, &results_dir, readme_check) {
+            Ok(true) => {
+                println!("{} is current", path.display());
+                ExitCode::SUCCESS
+            }
+            Ok(false) if readme_check => {
+                eprintln!(
+                    "vmemkv_report: {}'s generated block is stale; run vmemkv_report --readme",
+                    path.display()
+                );
+                ExitCode::FAILURE
+            }
+            Ok(false) => {
+                println!(
+                    "{} rewritten from {}",
+                    path.display(),
+                    results_dir.display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("vmemkv_report: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     // By default drive the db_bench built next to this binary.
     let db_bench = db_bench.unwrap_or_else(|| {

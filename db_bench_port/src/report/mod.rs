@@ -9,6 +9,7 @@
 pub mod bgjobs;
 pub mod cgroup;
 pub mod matrix;
+pub mod readme;
 pub mod render;
 pub mod runner;
 pub mod seed004;

@@ -65,10 +65,14 @@ impl Cell {
     }
 }
 
-/// The winner cell for a scenario and workload, at the largest thread count
-/// measured.
-pub fn winner_cell(results: &Results, m: &Medians, scenario: &str, workload: &str) -> Cell {
-    let threads = max_threads(results);
+/// The winner cell for a scenario and workload at `threads`.
+pub fn winner_cell(
+    results: &Results,
+    m: &Medians,
+    scenario: &str,
+    workload: &str,
+    threads: usize,
+) -> Cell {
     let pick = |vmemkv: bool| {
         let cands: Vec<(String, f64)> = results
             .runs
@@ -123,20 +127,46 @@ fn cell_not_run(results: &Results, scenario: &str, workload: &str) -> bool {
         .all(|r| r.status == "not run")
 }
 
-/// The winner table as Markdown: a row per workload, a column per scenario.
-pub fn winner_table_md(results: &Results) -> String {
+/// Every winner cell at `threads`: `(scenario, workload, cell, not run)`,
+/// scenarios and workloads in the order they ran.
+pub fn winner_cells(results: &Results, threads: usize) -> Vec<(String, String, Cell, bool)> {
     let m = medians(results);
     let scenarios = ordered_unique(&results.runs, |r| r.scenario.as_str());
     let workloads = ordered_unique(&results.runs, |r| r.workload.as_str());
+    let mut out = Vec::new();
+    for w in &workloads {
+        for sc in &scenarios {
+            let c = winner_cell(results, &m, sc, w, threads);
+            out.push((
+                sc.to_string(),
+                w.to_string(),
+                c,
+                cell_not_run(results, sc, w),
+            ));
+        }
+    }
+    out
+}
+
+/// The winner table as Markdown at the largest thread count measured.
+pub fn winner_table_md(results: &Results) -> String {
+    winner_table_md_at(results, max_threads(results))
+}
+
+/// The winner table as Markdown at `threads`: a row per workload, a column
+/// per scenario.
+pub fn winner_table_md_at(results: &Results, threads: usize) -> String {
+    let scenarios = ordered_unique(&results.runs, |r| r.scenario.as_str());
+    let cells = winner_cells(results, threads);
     let mut s = String::new();
     let _ = writeln!(s, "| workload | {} |", scenarios.join(" | "));
     let _ = writeln!(s, "|---|{}", "---|".repeat(scenarios.len()));
-    for w in &workloads {
-        let cells: Vec<String> = scenarios
-            .iter()
-            .map(|sc| winner_cell(results, &m, sc, w).text(cell_not_run(results, sc, w)))
-            .collect();
-        let _ = writeln!(s, "| {w} | {} |", cells.join(" | "));
+    for row in cells.chunks(scenarios.len().max(1)) {
+        let Some((_, w, _, _)) = row.first() else {
+            continue;
+        };
+        let texts: Vec<String> = row.iter().map(|(_, _, c, nr)| c.text(*nr)).collect();
+        let _ = writeln!(s, "| {w} | {} |", texts.join(" | "));
     }
     s
 }
@@ -653,7 +683,7 @@ mod tests {
         }
         let res = results(runs);
         let m = medians(&res);
-        let c = winner_cell(&res, &m, "S", "W");
+        let c = winner_cell(&res, &m, "S", "W", max_threads(&res));
         assert_eq!(c.vmemkv, Some(("vm-b".to_string(), 300.0)));
         assert_eq!(c.rival, Some(("Rocks".to_string(), 120.0)));
         assert_eq!(c.ratio(), Some(2.5));

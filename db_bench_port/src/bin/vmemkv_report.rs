@@ -5,6 +5,7 @@
 //! vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH]
 //!               [--rivals=auto|0|1] [--scenarios=8B-mem,1KB-LTM] [--threads=1,2,4]
 //! vmemkv_report --readme[=README.md] [--results=docs/results] [--readme-check]
+//! vmemkv_report --render=DIR
 //! ```
 //!
 //! `--readme` runs nothing: it regenerates README.md's comparison block
@@ -45,6 +46,15 @@ fn main() -> ExitCode {
             "--readme" if v.is_empty() => readme = Some(default_readme.clone()),
             "--readme" => readme = Some(PathBuf::from(v)),
             "--readme-check" => readme_check = true,
+            "--render" => {
+                return match report::rerender(std::path::Path::new(v)) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("vmemkv_report: {e}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
             "--results" => results_dir = PathBuf::from(v),
             "--scenarios" => only = v.split(',').map(str::to_string).collect(),
             "--threads" => match v.split(',').map(str::parse::<usize>).collect() {
@@ -57,6 +67,7 @@ fn main() -> ExitCode {
             "--help" | "-h" => {
                 println!("usage: vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH] [--rivals=auto|0|1] [--scenarios=a,b] [--threads=1,2,4]");
                 println!("       vmemkv_report --readme[=README.md] [--results=docs/results] [--readme-check]");
+                println!("       vmemkv_report --render=DIR   (report.md and report.html again from DIR/results.json)");
                 return ExitCode::SUCCESS;
             }
             _ => {

@@ -574,12 +574,27 @@ fn run_cell(
 
 fn write_outputs(cfg: &Config, results: &Results) -> Result<(), String> {
     let json = serde_json::to_string_pretty(results).map_err(|e| e.to_string())?;
+    let p = cfg.out_dir.join("results.json");
+    fs::write(&p, json).map_err(|e| format!("{}: {e}", p.display()))?;
+    write_reports(&cfg.out_dir, results)
+}
+
+/// `report.md` and `report.html` of `results` into `dir`.
+pub fn write_reports(dir: &Path, results: &Results) -> Result<(), String> {
     let write = |name: &str, body: &str| {
-        let p = cfg.out_dir.join(name);
+        let p = dir.join(name);
         fs::write(&p, body).map_err(|e| format!("{}: {e}", p.display()))
     };
-    write("results.json", &json)?;
     write("report.md", &render::markdown(results))?;
-    write("report.html", &render::html(results))?;
-    Ok(())
+    write("report.html", &render::html(results))
+}
+
+/// Re-renders `dir`'s reports from its `results.json` (after a change to
+/// the rendering; the figures are the run's own).
+pub fn rerender(dir: &Path) -> Result<(), String> {
+    let p = dir.join("results.json");
+    let text = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let results: Results =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+    write_reports(dir, &results)
 }

@@ -5,7 +5,6 @@
 //! `--readme-check` fails when the block is stale (a unit test runs it on
 //! the committed tree).
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -91,16 +90,6 @@ fn only(results: &Results, scenarios: &[&str]) -> Results {
     r
 }
 
-fn rivals_of(r: &Results) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for x in r.runs.iter().filter(|x| !x.is_vmemkv) {
-        if !v.contains(&x.variant) {
-            v.push(x.variant.clone());
-        }
-    }
-    v
-}
-
 /// Verdict counts and cells at [`TARGET`] or above, over cells with both
 /// sides measured.
 #[derive(Default)]
@@ -133,14 +122,18 @@ impl Tally {
 
 /// The generated block, [`BEGIN`] to [`END`] inclusive.
 pub fn block(sources: &[Source]) -> String {
-    let mut s = format!("{BEGIN}\n\n");
-    // Group the scenarios by the source that measured each most recently.
-    let mut by_source: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let mut s = String::new();
+    // Group the scenarios by the source that measured each most recently,
+    // groups in the order their first scenario ran.
+    let mut by_source: Vec<(usize, Vec<String>)> = Vec::new();
     for (sc, i) in newest_per_scenario(sources) {
-        by_source.entry(i).or_default().push(sc);
+        match by_source.iter_mut().find(|(j, _)| *j == i) {
+            Some((_, v)) => v.push(sc),
+            None => by_source.push((i, vec![sc])),
+        }
     }
     let mut headline: Vec<String> = Vec::new();
-    for (i, scenarios) in by_source.iter().rev() {
+    for (i, scenarios) in &by_source {
         let Some(src) = sources.get(*i) else {
             continue;
         };
@@ -158,7 +151,7 @@ pub fn block(sources: &[Source]) -> String {
             r.git_revision,
             r.date,
             r.repeats,
-            rivals_of(&r).join(", "),
+            render::rivals(&r).join(", "),
         );
         let mut threads = r.threads.clone();
         threads.sort_unstable();
@@ -198,14 +191,17 @@ pub fn block(sources: &[Source]) -> String {
             src.dir, src.dir, src.results.git_revision, src.results.date
         );
         s.push_str(&super::seed004::table_md(&src.results.seed004));
-    }
-    if !headline.is_empty() {
-        s.push_str("Headline:\n");
-        for h in &headline {
-            let _ = writeln!(s, "* {h}.");
-        }
         s.push('\n');
     }
+    let mut head = format!("{BEGIN}\n\n");
+    if !headline.is_empty() {
+        head.push_str("Verdicts (WIN: at least 1.1x the fastest rival; LOSE: below 1/1.1x):\n");
+        for h in &headline {
+            let _ = writeln!(head, "* {h}.");
+        }
+        head.push('\n');
+    }
+    let mut s = head + &s;
     s.push_str(END);
     s
 }
@@ -261,6 +257,44 @@ mod tests {
             ),
             Err(e) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn each_scenario_comes_from_the_newest_run_measuring_it() {
+        use crate::report::render::tests::{results, run};
+        let source = |dir: &str, date: &str, sc: &str, vm: f64| {
+            let mut r = results(vec![
+                run(sc, "W", "vm", true, 4, 0, vm),
+                run(sc, "W", "Rival", false, 4, 0, 100.0),
+            ]);
+            r.date = date.into();
+            Source {
+                dir: dir.into(),
+                results: r,
+            }
+        };
+        let sources = vec![
+            source("old", "2026-01-01", "A", 50.0),
+            source("old", "2026-01-01", "B", 300.0),
+            source("new", "2026-02-01", "A", 200.0),
+        ];
+        let b = block(&sources);
+        assert!(b.starts_with(BEGIN) && b.ends_with(END));
+        assert!(
+            b.contains("**WIN** 2.00x vs Rival"),
+            "A from the newer run:\n{b}"
+        );
+        assert!(!b.contains("0.50x"), "the older A is gone:\n{b}");
+        assert!(
+            b.contains("**WIN** 3.00x vs Rival"),
+            "B still from the older run:\n{b}"
+        );
+        let (a, bb) = (b.find("**A** from"), b.find("**B** from"));
+        assert!(
+            a < bb && a.is_some(),
+            "scenarios in the order they ran:\n{b}"
+        );
+        assert!(b.contains("A at 4 threads: 1 WIN, 0 EVEN, 0 LOSE; 1 of 1 cells at 1.5x or more"));
     }
 
     #[test]

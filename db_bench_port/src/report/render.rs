@@ -33,6 +33,26 @@ fn medians(results: &Results) -> Medians {
         .collect()
 }
 
+/// The rival variants measured, in the order they ran.
+pub fn rivals(results: &Results) -> Vec<&str> {
+    let mut seen = BTreeSet::new();
+    let mut v: Vec<&str> = results
+        .runs
+        .iter()
+        .filter(|r| !r.is_vmemkv)
+        .map(|r| r.variant.as_str())
+        .chain(
+            results
+                .seed004
+                .iter()
+                .filter(|r| !r.is_vmemkv)
+                .map(|r| r.variant.as_str()),
+        )
+        .collect();
+    v.retain(|x| seen.insert(*x));
+    v
+}
+
 fn ordered_unique<'a>(runs: &'a [Run], f: impl Fn(&'a Run) -> &'a str) -> Vec<&'a str> {
     let mut seen = BTreeSet::new();
     runs.iter().map(f).filter(|s| seen.insert(*s)).collect()
@@ -173,7 +193,7 @@ pub fn winner_table_md_at(results: &Results, threads: usize) -> String {
 
 fn header_md(results: &Results) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# vmemkv vs RocksDB, RocksDB-BlobDB and LMDB\n");
+    let _ = writeln!(s, "# vmemkv vs {}\n", rivals(results).join(", "));
     let _ = writeln!(
         s,
         "Scale **{}**, {} UTC, git `{}`. Each run lasts {} s in memory and {} s larger than memory (0 = bounded by operation count); each cell is the median of {} interleaved repeats.\n",
@@ -620,10 +640,18 @@ pub fn html(results: &Results) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn run(sc: &str, w: &str, v: &str, vm: bool, t: usize, rep: usize, x: f64) -> Run {
+    pub(in crate::report) fn run(
+        sc: &str,
+        w: &str,
+        v: &str,
+        vm: bool,
+        t: usize,
+        rep: usize,
+        x: f64,
+    ) -> Run {
         Run {
             scenario: sc.into(),
             workload: w.into(),
@@ -646,7 +674,7 @@ mod tests {
         }
     }
 
-    fn results(runs: Vec<Run>) -> Results {
+    pub(in crate::report) fn results(runs: Vec<Run>) -> Results {
         Results {
             scale: "smoke".into(),
             date: "d".into(),

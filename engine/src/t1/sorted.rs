@@ -349,6 +349,11 @@ impl Sorted {
                 if hi - lo <= RADIX_KEYS_PER_BUCKET * 2 {
                     let end = (hi + 1).min(self.recs.len());
                     prefetch::slice(self.recs.get(lo..end).unwrap_or(&[]));
+                    // And their keys, which a match on the prefix compares
+                    // unless the prefix spells the key (`exact_len`).
+                    if let (Offsets::Fixed(len), None) = (&self.offsets, self.exact_len) {
+                        prefetch::slice(self.arena.get(lo * len..end * len).unwrap_or(&[]));
+                    }
                 }
                 return (lo, block);
             }

@@ -2,14 +2,8 @@
 //! (Bloom block, search prefixes, record, value); a hint issued as soon as
 //! an address is known lets the next miss overlap the current one.
 
-/// Hints the CPU to load the cache lines of `b`. A hint only: a line whose
-/// page is not mapped (or not resident) is dropped, never faulted in.
-#[inline]
-pub(crate) fn lines(b: &[u8]) {
-    slice(b);
-}
-
-/// Hints the CPU to load every cache line `s` touches.
+/// Hints the CPU to load every cache line `s` touches. A hint only: a line
+/// whose page is not mapped (or not resident) is dropped, never faulted in.
 #[inline]
 pub(crate) fn slice<T>(s: &[T]) {
     let len = std::mem::size_of_val(s);

@@ -834,7 +834,7 @@ impl<'a> MultiScanIter<'a> {
             })
         });
         if let Some(b) = bytes {
-            crate::prefetch::lines(b.get(..PREFETCH_BYTES).unwrap_or(b));
+            crate::prefetch::slice(b.get(..PREFETCH_BYTES).unwrap_or(b));
         }
     }
 

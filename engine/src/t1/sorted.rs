@@ -300,14 +300,15 @@ impl Sorted {
             }
         }
         let i = block.0 + lower_u64(block.1, qp);
-        if let Some(r) = self.recs.get(i) {
-            prefetch::line_of(r);
-        }
         if i >= n || self.prefixes.get(i) != Some(&qp) {
             return Some((i, false));
         }
         if self.exact_len == Some(q.len()) {
             return Some((i, true));
+        }
+        // The arena compare below is a miss: start the record's with it.
+        if let Some(r) = self.recs.get(i) {
+            prefetch::line_of(r);
         }
         if self.key(i) >= q {
             return Some((i, false));

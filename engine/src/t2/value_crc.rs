@@ -203,7 +203,7 @@ pub(crate) fn verify_mapped(seg: &Segment, off: usize, value: &[u8], once: bool)
     let marks = seg.verified();
     // The mark and the value are two misses with no dependency: start the
     // value's first lines (its checksum precedes it) before the mark.
-    crate::prefetch::lines(value.get(..PREFETCH_VALUE).unwrap_or(value));
+    crate::prefetch::slice(value.get(..PREFETCH_VALUE).unwrap_or(value));
     if marks.is_set(off) {
         return Ok(());
     }

@@ -1,14 +1,39 @@
 //! Compiles the C++ MultiScan shim (`cpp/multiscan_shim.cc`) against the
-//! headers of the RocksDB that `librocksdb-sys` bundles. Does nothing unless
-//! the `rocksdb` feature is on.
+//! headers of the RocksDB that `librocksdb-sys` bundles (only with the
+//! `rocksdb` feature), and records the versions of the rival crates the
+//! workspace's Cargo.lock resolved, which the adapters report as their
+//! engine's version (db_bench writes it into LOG, where RocksDB's
+//! benchmark.sh reads it).
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    crate_versions();
     // The cfg mirrors CARGO_FEATURE_ROCKSDB: `cc` is only a build
     // dependency when the feature is on.
     #[cfg(feature = "rocksdb")]
     if std::env::var_os("CARGO_FEATURE_ROCKSDB").is_some() {
         shim::build();
+    }
+}
+
+/// Sets `VMEMKV_COMPAT_VERSION_<CRATE>` for each rival crate (`-` as `_`), from the
+/// workspace's Cargo.lock (`unknown` when compat is built outside it).
+fn crate_versions() {
+    let lock = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock");
+    println!("cargo:rerun-if-changed={}", lock.display());
+    let text = std::fs::read_to_string(&lock).unwrap_or_default();
+    for name in ["fjall", "sparkey", "librocksdb-sys"] {
+        let want = format!("name = \"{name}\"");
+        let version = text
+            .split("[[package]]")
+            .find(|p| p.lines().any(|l| l.trim() == want))
+            .and_then(|p| p.lines().find_map(|l| l.trim().strip_prefix("version = ")))
+            .map(|v| v.trim_matches('"').to_owned())
+            .unwrap_or_else(|| "unknown".to_owned());
+        println!(
+            "cargo:rustc-env=VMEMKV_COMPAT_VERSION_{}={version}",
+            name.to_uppercase().replace('-', "_")
+        );
     }
 }
 

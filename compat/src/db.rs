@@ -144,6 +144,19 @@ pub trait Db: Send + Sync {
     fn statistics(&self) -> Option<String> {
         None
     }
+
+    /// Resets the calling thread's perf context and sets its level
+    /// (RocksDB's `PerfLevel`: 1 off, 2 counts, 3-5 counts and timings).
+    /// `false`: the engine keeps no per-thread perf context.
+    fn start_perf_context(&self, _level: i32) -> bool {
+        false
+    }
+
+    /// The calling thread's perf context since [`Db::start_perf_context`],
+    /// in RocksDB's `PerfContext::ToString` text.
+    fn perf_context(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The standard `NotSupported` error for an operation an engine lacks.

@@ -2,6 +2,7 @@
 //! `--benchmarks` with its threads, and reports as db_bench does.
 
 use std::io::Write as _;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Barrier;
 use std::time::Instant;
@@ -10,7 +11,7 @@ use serde_json::{json, Map, Value};
 use vmemkv_compat::{Db, EngineKind, EngineOptions, Error, ReadOptions, WriteOptions};
 
 use crate::config::{Config, EngineChoice};
-use crate::dbdir::{destroy_db, marker_path, RunLock};
+use crate::dbdir::{destroy_db, destroy_wal_dir, marker_path, RunLock};
 use crate::dbstats::{self, Counters, CountingDb, Figures};
 use crate::engines::harness_test::HarnessTestDb;
 use crate::error::{BenchError, Result};
@@ -201,7 +202,15 @@ impl Benchmark {
         if self.cfg.engine == EngineChoice::HarnessTest {
             return Ok(());
         }
-        Ok(destroy_db(&self.cfg.db)?)
+        destroy_db(&self.cfg.db)?;
+        let wal = self.cfg.flags.str("wal_dir");
+        if self.cfg.engine.is_rocksdb()
+            && !wal.is_empty()
+            && Path::new(&wal) != self.cfg.db.as_path()
+        {
+            destroy_wal_dir(Path::new(&wal))?;
+        }
+        Ok(())
     }
 
     /// Runs everything; on `Err` the caller prints the message and exits 1.
@@ -591,6 +600,7 @@ impl Benchmark {
             self.cfg.report_interval_seconds,
         ));
         let injections = &self.cfg.injections;
+        let perf_level = self.cfg.perf_level as i32;
         let (stats, timeline, injected, panicked) = std::thread::scope(|s| {
             let handles: Vec<_> = (0..n)
                 .map(|i| {
@@ -603,9 +613,15 @@ impl Benchmark {
                             shared,
                         };
                         barrier.wait();
+                        // db_bench's ThreadBody: SetPerfLevel before the
+                        // timer starts, PERF_CONTEXT added before it stops.
+                        let perf = perf_level > 1 && db.start_perf_context(perf_level);
                         ts.stats.start();
                         if let Err(e) = method(params, db, &mut ts) {
                             shared.fail(e);
+                        }
+                        if let Some(text) = perf.then(|| db.perf_context()).flatten() {
+                            ts.stats.add_message(&format!("PERF_CONTEXT:\n{text}"));
                         }
                         ts.stats.stop();
                         shared.num_done.fetch_add(1, Ordering::Release);
@@ -749,10 +765,13 @@ impl Benchmark {
 
     fn print_property(&mut self, suffix: &str) -> Result<()> {
         let db = self.db()?;
-        let text = db
+        let mut text = db
             .property(&format!("{}.{suffix}", db.name()))
             .or_else(|| db.property(&format!("rocksdb.{suffix}")))
             .unwrap_or_else(|| "(failed)".to_string());
+        if suffix == "stats" {
+            text = dbstats::for_benchmark_sh(&text);
+        }
         print_out(&format!("\n{text}\n"));
         self.maintenance
             .push(json!({"name": suffix, "output": text}));

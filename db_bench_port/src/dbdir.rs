@@ -133,21 +133,26 @@ impl std::fmt::Display for DestroyError {
 
 impl std::error::Error for DestroyError {}
 
+/// The entries of `dir`, `None` if it does not exist.
+fn entries_of(dir: &Path) -> Result<Option<std::fs::ReadDir>, DestroyError> {
+    match std::fs::read_dir(dir) {
+        Ok(e) => Ok(Some(e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(DestroyError::Unreadable {
+            dir: dir.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 /// Removes a database directory as RocksDB's `DestroyDB` would: one this
 /// tool created, or one holding an engine's own database (RocksDB's
 /// `CURRENT` + `MANIFEST-*`, LMDB's `data.mdb`, vmemkv's files), and then
 /// only the engine's own files, under the engine's `LOCK`
 /// ([`vmemkv_compat::destroy`]). Anything else is refused, untouched.
 pub fn destroy_db(path: &Path) -> Result<(), DestroyError> {
-    let mut entries = match std::fs::read_dir(path) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
-            return Err(DestroyError::Unreadable {
-                dir: path.to_path_buf(),
-                source: e,
-            })
-        }
+    let Some(mut entries) = entries_of(path)? else {
+        return Ok(());
     };
     if entries.next().is_none() {
         return Ok(());
@@ -163,4 +168,31 @@ pub fn destroy_db(path: &Path) -> Result<(), DestroyError> {
         dir: path.to_path_buf(),
         source: e,
     })
+}
+
+/// Removes RocksDB's write-ahead logs (`NNNNNN.log`) from a separate
+/// `--wal_dir`, and the directory once empty, as `DestroyDB` does with
+/// `Options::wal_dir`: a new database refuses to open over old logs. Other
+/// files stay, and so does a directory that still holds them.
+pub fn destroy_wal_dir(wal: &Path) -> Result<(), DestroyError> {
+    let Some(entries) = entries_of(wal)? else {
+        return Ok(());
+    };
+    let is_log = |n: &str| {
+        n.strip_suffix(".log")
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let is_file = e.file_type().is_ok_and(|t| t.is_file());
+        if is_file && name.to_str().is_some_and(is_log) {
+            std::fs::remove_file(e.path()).map_err(|source| DestroyError::Unreadable {
+                dir: wal.to_path_buf(),
+                source,
+            })?;
+        }
+    }
+    // Not empty: the user's files stay where they are.
+    let _ = std::fs::remove_dir(wal);
+    Ok(())
 }

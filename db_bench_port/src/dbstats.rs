@@ -380,6 +380,12 @@ impl Db for CountingDb {
     fn statistics(&self) -> Option<String> {
         self.inner.statistics()
     }
+    fn start_perf_context(&self, level: i32) -> bool {
+        self.inner.start_perf_context(level)
+    }
+    fn perf_context(&self) -> Option<String> {
+        self.inner.perf_context()
+    }
 }
 
 /// `key=value` figures of an engine's statistics text, keyed
@@ -419,6 +425,11 @@ pub struct EngineFigures {
     pub compactions: u64,
     /// Records background work moved (vmemkv: values put in key order).
     pub compaction_keys_in: u64,
+    /// Wall time of that work, in microseconds (vmemkv: the time T2
+    /// rewrites held their lock).
+    pub compaction_micros: u64,
+    /// CPU time of that work, in microseconds.
+    pub compaction_cpu_micros: u64,
     /// Bytes background work could still reclaim (vmemkv: not exposed).
     pub pending_bytes: u64,
     /// Writes the engine slowed down (vmemkv: the write throttle).
@@ -451,6 +462,8 @@ impl EngineFigures {
                     compact_write_bytes: moved,
                     compactions: g("defragment.cycles"),
                     compaction_keys_in: g("defragment.ordered_values"),
+                    compaction_micros: g("defragment.busy_us"),
+                    compaction_cpu_micros: g("defragment.cpu_us"),
                     // T2's total less its live bytes also counts the unwritten
                     // tail of the open segment, so it is not defragment's debt;
                     // the engine does not expose dead bytes alone.
@@ -471,6 +484,30 @@ impl EngineFigures {
                     .unwrap_or(0),
                 ..EngineFigures::default()
             },
+            // One row for the whole tree: fjall's statistics give table
+            // and compaction counts, not per-level figures.
+            name @ ("fjall" | "fjall-blob") => {
+                let m = parse_engine_text(&db.statistics().unwrap_or_default());
+                let g = |k: &str| m.get(&format!("{name}.{k}")).copied().unwrap_or(0);
+                EngineFigures {
+                    tier: "LSM",
+                    files: g("tables") + g("blob_files"),
+                    size_bytes: g("disk_space"),
+                    compactions: g("compactions_completed"),
+                    has_wal: true,
+                    ..EngineFigures::default()
+                }
+            }
+            "sparkey" => {
+                let m = parse_engine_text(&db.statistics().unwrap_or_default());
+                let g = |k: &str| m.get(&format!("sparkey.{k}")).copied().unwrap_or(0);
+                EngineFigures {
+                    tier: "log",
+                    files: 2,
+                    size_bytes: g("log_bytes") + g("index_bytes"),
+                    ..EngineFigures::default()
+                }
+            }
             _ => EngineFigures {
                 tier: "L0",
                 ..EngineFigures::default()
@@ -594,6 +631,8 @@ struct Row {
     count: u64,
     keys_in: u64,
     w_amp: f64,
+    micros: u64,
+    cpu_micros: u64,
 }
 
 /// One compaction-table row, in RocksDB's `PrintLevelStats` layout without
@@ -602,6 +641,9 @@ struct Row {
 /// Rblob/Wblob).
 fn level_row(name: &str, r: &Row) -> String {
     let zero = 0.0f64;
+    let secs = r.micros as f64 / 1e6;
+    // RocksDB's rates divide by the compaction time plus 1 us.
+    let rate = |bytes: u64| bytes as f64 / MB / ((r.micros + 1) as f64 / 1e6);
     format!(
         "{:>4} {:>6}/{:<3} {:>10} {:5.1} {:8.1} {:7.1} {:8.1} {:9.1} {:8.1} {:9.1} {:5.1} {:8.1} {:8.1} {:9.2} {:17.2} {:9} {:8.3} {:>7} {:>6} {:9.1} {:9.1}\n",
         name,
@@ -616,12 +658,12 @@ fn level_row(name: &str, r: &Row) -> String {
         r.write as f64 / GB,
         zero,
         r.w_amp,
-        zero,
-        zero,
-        zero,
-        zero,
+        rate(r.read),
+        rate(r.write),
+        secs,
+        r.cpu_micros as f64 / 1e6,
         r.count,
-        zero,
+        if r.count == 0 { zero } else { secs / r.count as f64 },
         number_to_human(r.keys_in),
         number_to_human(0),
         zero,
@@ -690,6 +732,8 @@ pub fn stats_block(cur: &Figures, prev: &Figures) -> String {
         count: e.compactions,
         keys_in: e.compaction_keys_in,
         w_amp: e.compact_write_bytes as f64 / (flush as f64).max(1.0),
+        micros: e.compaction_micros,
+        cpu_micros: e.compaction_cpu_micros,
     };
     s.push_str(&level_row(e.tier, &row));
     s.push_str(&level_row("Sum", &row));
@@ -703,6 +747,10 @@ pub fn stats_block(cur: &Figures, prev: &Figures) -> String {
             count: e.compactions.saturating_sub(pe.compactions),
             keys_in: e.compaction_keys_in.saturating_sub(pe.compaction_keys_in),
             w_amp: icw as f64 / (iflush as f64 + 1.0),
+            micros: e.compaction_micros.saturating_sub(pe.compaction_micros),
+            cpu_micros: e
+                .compaction_cpu_micros
+                .saturating_sub(pe.compaction_cpu_micros),
         },
     ));
     let _ = write!(
@@ -731,7 +779,7 @@ pub fn stats_block(cur: &Figures, prev: &Figures) -> String {
         e.compact_write_bytes as f64 / MB / up,
         e.compact_read_bytes as f64 / GB,
         e.compact_read_bytes as f64 / MB / up,
-        0.0
+        e.compaction_micros as f64 / 1e6
     );
     let _ = writeln!(
         s,
@@ -740,7 +788,7 @@ pub fn stats_block(cur: &Figures, prev: &Figures) -> String {
         icw as f64 / MB / iup,
         icr as f64 / GB,
         icr as f64 / MB / iup,
-        0.0
+        e.compaction_micros.saturating_sub(pe.compaction_micros) as f64 / 1e6
     );
     let _ = writeln!(s, "Estimated pending compaction bytes: {}", e.pending_bytes);
     let _ = writeln!(
@@ -952,6 +1000,76 @@ pub fn append_log_header(
         .create(true)
         .open(dir.join("LOG"))?;
     f.write_all(log_header(&log_timestamp(), tid, engine, version).as_bytes())
+}
+
+/// RocksDB's `rocksdb.stats` with two lines added for the benchmark.sh
+/// that ships with it, which still reads the layout of older RocksDB:
+/// - after each compaction table with a `WPreComp(GB)` column, its ` Sum`
+///   row again without that column, so that the script's `$15`/`$16`
+///   (`c_wsecs`/`c_csecs`) and `$21`/`$22` (blob GB) are Comp(sec),
+///   CompMergeCPU(sec), Rblob and Wblob rather than the columns one to the
+///   left (the script reads the last ` Sum` line);
+/// - after the column family's `Write Stall (count):` line, which replaced
+///   it in RocksDB 8, a `Stalls(count):` line with the same counts under
+///   the old names (fields `$2 $6 $10 $14 $18 $20`, summed into `Nstall`).
+///
+/// RocksDB's own lines are unchanged; text without them comes back as is.
+pub fn for_benchmark_sh(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 512);
+    let mut precomp_at: Option<usize> = None;
+    for line in text.split_inclusive('\n') {
+        out.push_str(line);
+        let bare = line.trim_end();
+        if bare.starts_with("Level ") {
+            // Column of WPreComp(GB) in a row, whose Size is two fields.
+            precomp_at = bare
+                .split_whitespace()
+                .position(|h| h == "WPreComp(GB)")
+                .map(|i| i + 1);
+            continue;
+        }
+        if !line.ends_with('\n') {
+            out.push('\n');
+        }
+        if let (Some(at), true) = (precomp_at, bare.starts_with(" Sum ")) {
+            let mut f: Vec<&str> = bare.split_whitespace().collect();
+            if at < f.len() {
+                f.remove(at);
+                let _ = writeln!(
+                    out,
+                    " {}   (benchmark.sh's layout: the row without WPreComp(GB))",
+                    f.join(" ")
+                );
+            }
+            continue;
+        }
+        let Some(rest) = bare.strip_prefix("Write Stall (count): ") else {
+            continue;
+        };
+        let counts: std::collections::BTreeMap<&str, u64> = rest
+            .split(", ")
+            .filter_map(|kv| kv.split_once(": "))
+            .filter_map(|(k, v)| Some((k.trim(), v.trim().parse().ok()?)))
+            .collect();
+        if !counts.contains_key("l0-file-count-limit-delays") {
+            continue; // the DB-wide line (write buffer manager), not the CF's
+        }
+        let g = |k: &str| counts.get(k).copied().unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "Stalls(count): {} level0_slowdown, {} level0_slowdown_with_compaction, {} level0_numfiles, {} level0_numfiles_with_compaction, {} stop for pending_compaction_bytes, {} slowdown for pending_compaction_bytes, {} memtable_compaction, {} memtable_slowdown, interval {} total count",
+            g("l0-file-count-limit-delays"),
+            g("cf-l0-file-count-limit-delays-with-ongoing-compaction"),
+            g("l0-file-count-limit-stops"),
+            g("cf-l0-file-count-limit-stops-with-ongoing-compaction"),
+            g("pending-compaction-bytes-stops"),
+            g("pending-compaction-bytes-delays"),
+            g("memtable-limit-stops"),
+            g("memtable-limit-delays"),
+            g("total-delays") + g("total-stops"),
+        );
+    }
+    out
 }
 
 #[cfg(test)]

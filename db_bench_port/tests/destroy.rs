@@ -331,3 +331,26 @@ fn a_directory_that_is_no_database_is_refused_naming_it() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A fresh run on RocksDB with a separate `--wal_dir` removes the old
+/// database's logs there, as `DestroyDB` does, and nothing else: RocksDB
+/// refuses to create a database over old logs.
+#[test]
+fn a_fresh_run_removes_rocksdbs_logs_from_wal_dir_and_only_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wal = dir.path().join("wal");
+    std::fs::create_dir_all(&wal).expect("mkdir");
+    std::fs::write(wal.join("000004.log"), b"old log").expect("write");
+    std::fs::write(wal.join("notes.txt"), b"the user's").expect("write");
+    db_bench_port::dbdir::destroy_wal_dir(&wal).expect("destroy");
+    assert!(!wal.join("000004.log").exists());
+    assert_eq!(
+        std::fs::read(wal.join("notes.txt")).expect("kept"),
+        b"the user's"
+    );
+    std::fs::remove_file(wal.join("notes.txt")).expect("rm");
+    std::fs::write(wal.join("000009.log"), b"old log").expect("write");
+    db_bench_port::dbdir::destroy_wal_dir(&wal).expect("destroy");
+    assert!(!wal.exists(), "an emptied wal_dir is removed");
+    db_bench_port::dbdir::destroy_wal_dir(&wal).expect("absent is fine");
+}

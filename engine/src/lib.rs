@@ -17,6 +17,7 @@ mod batch;
 mod bgerror;
 mod checkpoint;
 mod checkpointing;
+mod clock;
 mod crc;
 mod db;
 mod dir;

@@ -278,7 +278,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<Inner>> {
         snapshot_bytes: AtomicU64::new(snapshot_bytes),
         since_ckpt_base: AtomicU64::new(rep.bytes),
         appended_at_ckpt: AtomicU64::new(0),
-        defrag: Mutex::new(()),
+        defrag: Default::default(),
         stripes: crate::stripes::Stripes::new(),
         packed: Default::default(),
         unlogged: Default::default(),

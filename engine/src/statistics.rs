@@ -36,6 +36,8 @@ pub(crate) fn statistics(inner: &Inner) -> Statistics {
         defrag_reclaimed_bytes: Counters::get(&c.defrag_reclaimed_bytes),
         defrag_retired_segments: Counters::get(&c.defrag_retired_segments),
         ordered_values: Counters::get(&c.ordered_values),
+        rewrite_us: inner.defrag.busy_ns().0 / 1000,
+        rewrite_cpu_us: inner.defrag.busy_ns().1 / 1000,
         t2_live_bytes: segs
             .iter()
             .map(|s| s.live.load(Ordering::Relaxed).max(0) as u64)

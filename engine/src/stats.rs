@@ -104,6 +104,11 @@ pub struct Statistics {
     /// Values moved into key order (`compact_range` and the background
     /// key-order pass).
     pub ordered_values: u64,
+    /// Wall time T2 rewrites (defragment, key order, sorted runs) ran, in
+    /// microseconds.
+    pub rewrite_us: u64,
+    /// CPU time they used, in microseconds.
+    pub rewrite_cpu_us: u64,
     /// Bytes of keys and values T1 still points at in T2, plus
     /// [`ENTRY_OVERHEAD`] per stored entry.
     pub t2_live_bytes: u64,
@@ -194,12 +199,14 @@ impl fmt::Display for Statistics {
         )?;
         writeln!(
             f,
-            "defragment: cycles={} moved_bytes={} reclaimed_bytes={} retired_segments={} ordered_values={}",
+            "defragment: cycles={} moved_bytes={} reclaimed_bytes={} retired_segments={} ordered_values={} busy_us={} cpu_us={}",
             self.defrag_cycles,
             self.defrag_moved_bytes,
             self.defrag_reclaimed_bytes,
             self.defrag_retired_segments,
-            self.ordered_values
+            self.ordered_values,
+            self.rewrite_us,
+            self.rewrite_cpu_us
         )?;
         writeln!(
             f,

@@ -405,6 +405,7 @@ impl Db for Fjall {
             .or_else(|| name.strip_prefix(&format!("{}.", self.name)))?;
         match rest {
             "stats" => self.statistics(),
+            "version" => Some(env!("VMEMKV_COMPAT_VERSION_FJALL").to_owned()),
             "disk_size" => self.db.disk_space().ok().map(|n| n.to_string()),
             "approximate_len" => Some(self.keyspace.approximate_len().to_string()),
             "table_count" => Some(self.keyspace.table_count().to_string()),

@@ -353,6 +353,10 @@ impl Db for Lmdb {
     fn property(&self, name: &str) -> Option<String> {
         match name {
             "lmdb.stat" | "lmdb.stats" => self.statistics(),
+            "lmdb.version" => {
+                let v = heed::lmdb_version();
+                Some(format!("{}.{}.{}", v.major, v.minor, v.patch))
+            }
             "lmdb.info" => {
                 let i = self.env.info();
                 Some(format!(

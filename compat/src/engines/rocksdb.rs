@@ -338,6 +338,10 @@ impl Db for RocksDb {
             } else {
                 "disabled (RocksDbIOUringEnable() = false)".to_owned()
             }),
+            // librocksdb-sys's version is `<crate>+<RocksDB>`.
+            "rocksdb.version" | "blobdb.version" => env!("VMEMKV_COMPAT_VERSION_LIBROCKSDB_SYS")
+                .split_once('+')
+                .map(|(_, v)| v.to_owned()),
             _ => self.db.property_value(name).ok().flatten(),
         }
     }
@@ -348,6 +352,24 @@ impl Db for RocksDb {
         } else {
             None
         }
+    }
+
+    fn start_perf_context(&self, level: i32) -> bool {
+        use rocksdb::perf::PerfStatsLevel as L;
+        let lvl = match level {
+            ..=1 => L::Disable,
+            2 => L::EnableCount,
+            3 => L::EnableTimeExceptForMutex,
+            4 => L::EnableTimeAndCPUTimeExceptForMutex,
+            _ => L::EnableTime,
+        };
+        rocksdb::perf::set_perf_stats(lvl);
+        rocksdb::PerfContext::default().reset();
+        true
+    }
+
+    fn perf_context(&self) -> Option<String> {
+        Some(rocksdb::PerfContext::default().report(false))
     }
 }
 

@@ -433,6 +433,7 @@ impl Db for Sparkey {
     fn property(&self, name: &str) -> Option<String> {
         match name {
             "sparkey.stats" => self.statistics(),
+            "sparkey.version" => Some(env!("VMEMKV_COMPAT_VERSION_SPARKEY").to_owned()),
             "sparkey.rebuilds" => Some(self.rebuilds.load(Ordering::Relaxed).to_string()),
             "sparkey.entries" => self.current().ok().map(|r| r.num_entries().to_string()),
             _ => None,

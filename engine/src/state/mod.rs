@@ -5,6 +5,7 @@
 //! `maintenance`, `unlogged`) imports it, and it imports none of them.
 
 pub(crate) mod moved;
+pub(crate) mod rewrite;
 pub(crate) mod throttle;
 pub(crate) mod unlogged;
 
@@ -54,7 +55,8 @@ pub(crate) struct Inner {
     pub snapshot_bytes: AtomicU64,
     /// `log.appended` when the last checkpoint fixed its LSN.
     pub appended_at_ckpt: AtomicU64,
-    pub defrag: Mutex<()>,
+    /// Held by every T2 rewrite, which it times (`state::rewrite`).
+    pub defrag: rewrite::RewriteLock,
     /// Delays writers while defragment is behind (`state::throttle`).
     pub throttle: throttle::Throttle,
     pub stripes: crate::stripes::Stripes,

@@ -141,7 +141,7 @@ impl Verified {
     /// Marks for a segment of `size` bytes.
     pub fn new(size: usize) -> Verified {
         Verified {
-            since_ms: AtomicU64::new(now_ms()),
+            since_ms: AtomicU64::new(crate::clock::coarse_ms()),
             bits: (0..size.div_ceil(GRAIN).div_ceil(64))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
@@ -155,7 +155,9 @@ impl Verified {
 
     /// Whether the value at `off` was checked, and its mark still current.
     fn is_set(&self, off: usize) -> bool {
-        if now_ms().saturating_sub(self.since_ms.load(Ordering::Relaxed)) > REVERIFY_MS {
+        if crate::clock::coarse_ms().saturating_sub(self.since_ms.load(Ordering::Relaxed))
+            > REVERIFY_MS
+        {
             self.forget();
             return false;
         }
@@ -171,26 +173,12 @@ impl Verified {
 
     /// Drops every mark: the next read of each value checks it.
     pub fn forget(&self) {
-        self.since_ms.store(now_ms(), Ordering::Relaxed);
+        self.since_ms
+            .store(crate::clock::coarse_ms(), Ordering::Relaxed);
         for w in self.bits.iter() {
             w.store(0, Ordering::Relaxed);
         }
     }
-}
-
-/// Milliseconds of the coarse monotonic clock (a few ns per call, against
-/// 20+ for the precise one: it is read once per checked value).
-fn now_ms() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    if rc != 0 {
-        return u64::MAX;
-    }
-    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
 }
 
 /// [`verify`] for a value read through the mapping: with `once` (the log
@@ -263,8 +251,10 @@ mod verified_tests {
     fn marks_expire() {
         let v = Verified::new(4096);
         v.set(0);
-        v.since_ms
-            .store(now_ms().saturating_sub(REVERIFY_MS + 1), Ordering::Relaxed);
+        v.since_ms.store(
+            crate::clock::coarse_ms().saturating_sub(REVERIFY_MS + 1),
+            Ordering::Relaxed,
+        );
         assert!(!v.is_set(0), "an old mark is dropped");
         v.set(0);
         assert!(v.is_set(0));

@@ -3,7 +3,8 @@
 # with every engine compiled in (vmemkv, RocksDB, RocksDB-BlobDB, LMDB).
 #
 # It installs what the rival engines need (clang and libclang-dev for the
-# rocksdb crate's bindgen, liburing-dev for RocksDB's io_uring) when missing.
+# rocksdb crate's bindgen, liburing-dev for RocksDB's io_uring, fio for the
+# report's device-limit columns) when missing.
 # The first run compiles RocksDB from C++: about 20-25 minutes on 2 cores.
 # Set CARGO_TARGET_DIR to a cache outside the clone to pay that once.
 #
@@ -19,7 +20,7 @@ rivals="${VMEMKV_TEST_RIVALS:-1}"
 install_packages() {
     local missing=()
     command -v clang >/dev/null 2>&1 || missing+=(clang)
-    for pkg in libclang-dev liburing-dev pkg-config libsnappy-dev; do
+    for pkg in libclang-dev liburing-dev pkg-config libsnappy-dev fio; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
     done
     if ((${#missing[@]})); then

@@ -51,6 +51,32 @@ pub struct Benchmark {
     last_figures: Figures,
 }
 
+/// Bytes this process caused to be read from storage: `read_bytes` of
+/// /proc/self/io counts every thread's page-cache misses, mmap faults and
+/// readahead, an engine's background threads included, and nothing another
+/// process read.
+fn storage_read_bytes() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("read_bytes:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The `--device_reads` line. Not `name : ...`: RocksDB's scripts take any
+/// line that starts with the benchmark's name for its result.
+fn device_reads_line(name: &str, bytes: Option<u64>, operations: u64) -> String {
+    match bytes {
+        Some(b) => format!(
+            "Device reads {name} : {b} bytes, {:.1} bytes/op\n",
+            b as f64 / operations.max(1) as f64
+        ),
+        None => format!("Device reads {name} : unknown (/proc/self/io unreadable)\n"),
+    }
+}
+
 fn print_out(s: &str) {
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(s.as_bytes());
@@ -601,6 +627,7 @@ impl Benchmark {
         ));
         let injections = &self.cfg.injections;
         let perf_level = self.cfg.perf_level as i32;
+        let read_before = storage_read_bytes();
         let (stats, timeline, injected, panicked) = std::thread::scope(|s| {
             let handles: Vec<_> = (0..n)
                 .map(|i| {
@@ -651,6 +678,9 @@ impl Benchmark {
             (stats, timeline, (injected, ended_secs), panicked)
         });
         let (injected, ended_secs) = injected;
+        let device_read_bytes = read_before
+            .zip(storage_read_bytes())
+            .map(|(a, b)| b.saturating_sub(a));
         self.total_thread_count += n as u64;
         if panicked {
             let e = BenchError::Invariant("a benchmark thread panicked".into());
@@ -670,6 +700,13 @@ impl Benchmark {
         }
         if timeline_on {
             print_out(&timeline_text(name, &timeline));
+        }
+        if self.cfg.device_reads {
+            print_out(&device_reads_line(
+                name,
+                device_read_bytes,
+                summary.operations,
+            ));
         }
         let mut failed = None;
         for inj in &injected {
@@ -707,7 +744,7 @@ impl Benchmark {
                 });
             }
         }
-        self.record(&summary, n, warmup, &timeline, &injected);
+        self.record(&summary, n, warmup, &timeline, &injected, device_read_bytes);
         if let Some(e) = failed {
             eprintln!("{e}");
             return Err(during(name, e));
@@ -722,6 +759,7 @@ impl Benchmark {
         warmup: bool,
         timeline: &Timeline,
         injected: &[Injection],
+        device_read_bytes: Option<u64>,
     ) {
         let mut hists = Map::new();
         for (op, h) in &s.histograms {
@@ -736,6 +774,7 @@ impl Benchmark {
             "seconds": s.elapsed_seconds,
             "operations": s.operations,
             "bytes": s.bytes,
+            "device_read_bytes": device_read_bytes,
             "mb_per_sec": s.mb_per_sec,
             "message": s.message.trim_end(),
             "result_line": s.report_text().lines().next().unwrap_or(""),
@@ -832,7 +871,7 @@ impl Benchmark {
                     histograms: Vec::new(),
                 };
                 print_out(&s.report_text());
-                self.record(&s, 1, false, &Timeline::default(), &[]);
+                self.record(&s, 1, false, &Timeline::default(), &[], None);
                 Ok(())
             }
             Err(e) => self.not_supported_or_fatal(name, e, "CompactRange"),

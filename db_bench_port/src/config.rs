@@ -187,6 +187,8 @@ pub struct Config {
     pub zipf_alpha: f64,
     /// `--timeline`.
     pub timeline: bool,
+    /// `--device_reads`.
+    pub device_reads: bool,
     /// Injected maintenance calls: (second, call), sorted.
     pub injections: Vec<(f64, Maintenance)>,
     /// `EngineOptions::extra` for the chosen engine.
@@ -370,6 +372,7 @@ impl Config {
             json,
             zipf_alpha: flags.f64("zipf_alpha"),
             timeline: flags.bool("timeline"),
+            device_reads: flags.bool("device_reads"),
             injections,
             extra,
             warnings,

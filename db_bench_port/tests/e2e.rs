@@ -235,3 +235,66 @@ fn vmemkv_maintenance_injection_and_workloads() {
         assert_eq!(&c[1], &c[2], "{g}");
     }
 }
+
+/// `--device_reads=1` charges a benchmark what the process read from
+/// storage while it ran; without the flag the output is db_bench's own.
+#[test]
+fn device_reads_line_counts_what_a_cold_benchmark_read() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let db = format!("--db={}", dir.path().join("db").display());
+    let base = [
+        db.as_str(),
+        "--num=20000",
+        "--value_size=4096",
+        "--compression_ratio=1",
+    ];
+    let fill = db_bench(&[&base[..], &["--benchmarks=fillseq", "--device_reads=1"]].concat());
+    ok(&fill, "fillseq");
+    let line = fill
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("Device reads fillseq : "))
+        .unwrap_or_else(|| panic!("no device reads line\n{}", fill.all()));
+    assert!(line.ends_with(" bytes/op"), "{line}");
+    // Cold values: drop the page cache (root only) and read them all back.
+    let dropped = std::fs::write("/proc/sys/vm/drop_caches", "1").is_ok();
+    let read = db_bench(
+        &[
+            &base[..],
+            &[
+                "--benchmarks=readseq",
+                "--use_existing_db=1",
+                "--device_reads=1",
+            ],
+        ]
+        .concat(),
+    );
+    ok(&read, "readseq");
+    let bytes: u64 = read
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Device reads readseq : "))
+        .and_then(|r| r.split_once(" bytes,"))
+        .and_then(|(b, _)| b.parse().ok())
+        .unwrap_or_else(|| panic!("no device reads line\n{}", read.all()));
+    // tmpfs and overlay have no device to read from.
+    let on_block_device = {
+        use std::os::unix::fs::MetadataExt;
+        let dev = std::fs::metadata(dir.path()).expect("stat").dev();
+        let (major, minor) = (
+            ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff),
+            (dev & 0xff) | ((dev >> 12) & !0xff),
+        );
+        std::path::Path::new(&format!("/sys/dev/block/{major}:{minor}")).exists()
+    };
+    if dropped && on_block_device {
+        // 20,000 values of 4 KiB: at least half of them came off the device.
+        assert!(
+            bytes >= 40 << 20,
+            "read {bytes} bytes of an 80 MB cold corpus"
+        );
+    }
+    let plain = db_bench(&[&base[..], &["--benchmarks=readseq", "--use_existing_db=1"]].concat());
+    ok(&plain, "readseq");
+    assert!(!plain.stdout.contains("Device reads"), "{}", plain.stdout);
+}

@@ -53,6 +53,34 @@ fn smoke_report_writes_all_files_with_a_winner_row_per_workload() {
         }
     }
 
+    // The larger-than-memory cells: fio measured each cell's pattern in the
+    // same run, and every engine's run says what it read from storage.
+    let ltm_ok: Vec<&serde_json::Value> = runs
+        .iter()
+        .filter(|r| {
+            r["scenario"].as_str().is_some_and(|s| s.ends_with("-LTM")) && r["status"] == "ok"
+        })
+        .collect();
+    if !ltm_ok.is_empty() {
+        for r in &ltm_ok {
+            assert!(
+                r["device_read_bytes"].as_u64().is_some(),
+                "no device reads for {} {} {}",
+                r["scenario"],
+                r["workload"],
+                r["variant"]
+            );
+        }
+        let fio = json["device"]["runs"].as_array().expect("device.runs");
+        assert!(!fio.is_empty(), "fio never ran: {}", json["device"]["fio"]);
+        for f in fio.iter().filter(|f| f["pattern"] != "") {
+            assert!(
+                f["limit_ops"].as_f64().is_some_and(|x| x > 0.0),
+                "no fio limit: {f}"
+            );
+        }
+    }
+
     let md = std::fs::read_to_string(out.path().join("report.md")).expect("read report.md");
     assert!(md.contains("## Winner table"));
     assert!(md.contains("## Seed 004: fill, then random reads on 8 threads"));

@@ -4,6 +4,7 @@
 //! ```text
 //! vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH]
 //!               [--rivals=auto|0|1] [--scenarios=8B-mem,1KB-LTM] [--threads=1,2,4]
+//!               [--variants=vmemkv+Prefault,RocksDB]
 //! vmemkv_report --readme[=README.md] [--results=docs/results] [--readme-check]
 //! vmemkv_report --render=DIR
 //! ```
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
     let mut rivals = "auto".to_string();
     let mut only = Vec::new();
     let mut threads = Vec::new();
+    let mut variants = Vec::new();
     let (default_readme, default_results) = report::readme::workspace_paths();
     let mut readme: Option<PathBuf> = None;
     let mut results_dir = default_results;
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
             }
             "--results" => results_dir = PathBuf::from(v),
             "--scenarios" => only = v.split(',').map(str::to_string).collect(),
+            "--variants" => variants = v.split(',').map(str::to_string).collect(),
             "--threads" => match v.split(',').map(str::parse::<usize>).collect() {
                 Ok(t) if !v.is_empty() => threads = t,
                 _ => {
@@ -65,7 +68,7 @@ fn main() -> ExitCode {
                 }
             },
             "--help" | "-h" => {
-                println!("usage: vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH] [--rivals=auto|0|1] [--scenarios=a,b] [--threads=1,2,4]");
+                println!("usage: vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH] [--rivals=auto|0|1] [--scenarios=a,b] [--threads=1,2,4] [--variants=label,..]");
                 println!("       vmemkv_report --readme[=README.md] [--results=docs/results] [--readme-check]");
                 println!("       vmemkv_report --render=DIR   (report.md and report.html again from DIR/results.json)");
                 return ExitCode::SUCCESS;
@@ -125,6 +128,7 @@ fn main() -> ExitCode {
         out_dir: out.clone(),
         with_rivals,
         only_scenarios: only,
+        only_variants: variants,
         threads,
     };
     match report::run(&cfg) {

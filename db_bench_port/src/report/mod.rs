@@ -8,6 +8,7 @@
 
 pub mod bgjobs;
 pub mod cgroup;
+pub mod device;
 pub mod matrix;
 pub mod readme;
 pub mod render;
@@ -39,6 +40,8 @@ pub struct Config {
     pub with_rivals: bool,
     /// Only these scenarios (by name); empty = all.
     pub only_scenarios: Vec<String>,
+    /// Only these engine variants (by label); empty = all.
+    pub only_variants: Vec<String>,
     /// Thread counts instead of the scale's; empty = the scale's.
     pub threads: Vec<usize>,
 }
@@ -76,6 +79,11 @@ pub struct Run {
     pub cgroup_peak_bytes: Option<u64>,
     /// OOM kills in the cgroup during the run.
     pub oom_kills: u64,
+    /// Bytes db_bench read from storage while the benchmark ran (its
+    /// `--device_reads` line: the open is left out; readahead, index reads
+    /// and the engine's background threads are counted).
+    #[serde(default)]
+    pub device_read_bytes: Option<u64>,
     /// Per-second throughput (YCSB-E), `(second, ops/sec)`.
     pub timeline: Vec<(f64, f64)>,
     /// Why the run failed or did not run.
@@ -118,6 +126,9 @@ pub struct Results {
     /// Seed 004's fill-then-read benchmark.
     #[serde(default)]
     pub seed004: Vec<seed004::SeedRun>,
+    /// The device: its name and fio's limit for each LTM cell.
+    #[serde(default)]
+    pub device: device::DeviceReport,
 }
 
 fn sh(cmd: &str, args: &[&str]) -> Option<String> {
@@ -257,7 +268,21 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         .into_iter()
         .filter(|s| cfg.only_scenarios.is_empty() || cfg.only_scenarios.iter().any(|o| o == s.name))
         .collect();
-    let variants = matrix::variants(cfg.scale, cfg.with_rivals);
+    let mut variants = matrix::variants(cfg.scale, cfg.with_rivals);
+    if let Some(bad) = cfg
+        .only_variants
+        .iter()
+        .find(|o| !variants.iter().any(|v| v.label == o.as_str()))
+    {
+        let known: Vec<&str> = variants.iter().map(|v| v.label).collect();
+        return Err(format!(
+            "--variants: no variant '{bad}' (known: {})",
+            known.join(", ")
+        ));
+    }
+    if !cfg.only_variants.is_empty() {
+        variants.retain(|v| cfg.only_variants.iter().any(|o| o == v.label));
+    }
     let thread_counts = if cfg.threads.is_empty() {
         matrix::threads(cfg.scale)
     } else {
@@ -314,7 +339,14 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         runs: Vec::new(),
         background_jobs: Vec::new(),
         seed004: Vec::new(),
+        device: device::DeviceReport::default(),
     };
+    results.device.disk = match device::Disk::of(&cfg.work_dir) {
+        Ok(d) => d.name,
+        Err(e) => format!("unknown: {e}"),
+    };
+    // fio is looked for (and installed) only when an LTM scenario runs.
+    let mut fio_program: Option<Result<(PathBuf, String), String>> = None;
     let mut cgroup_notes = Vec::new();
     for sc in &scenarios {
         let cg = match sc.mem_limit {
@@ -349,6 +381,12 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         if !ltm_unavailable {
             load_corpora(cfg, sc, &variants)?;
         }
+        let fio = if sc.is_ltm() && !ltm_unavailable {
+            prepare_fio(cfg, sc, &mut fio_program, &mut results.device)
+        } else {
+            None
+        };
+        let mut fio_seen = std::collections::BTreeMap::new();
         for wl in &workloads {
             for &threads in &thread_counts {
                 for rep in 0..repeats {
@@ -381,6 +419,7 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
                             max_rss_kib: None,
                             cgroup_peak_bytes: None,
                             oom_kills: 0,
+                            device_read_bytes: None,
                             timeline: Vec::new(),
                             note: None,
                             args: Vec::new(),
@@ -405,6 +444,18 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
                             &mut run,
                         );
                         results.runs.push(run);
+                    }
+                    if sc.is_ltm() && !ltm_unavailable {
+                        let r = fio_limit(
+                            fio.as_ref(),
+                            sc,
+                            wl,
+                            threads,
+                            rep,
+                            ltm_run_secs.max(1),
+                            &mut fio_seen,
+                        );
+                        results.device.runs.push(r);
                     }
                 }
             }
@@ -447,6 +498,90 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
     results.cgroup = cgroup_notes.join("; ");
     write_outputs(cfg, &results)?;
     Ok(results)
+}
+
+/// fio on a scratch file beside `sc`'s corpora, or `None` (with the reason
+/// in `device.fio`) when fio is missing or cannot run.
+fn prepare_fio(
+    cfg: &Config,
+    sc: &Scenario,
+    program: &mut Option<Result<(PathBuf, String), String>>,
+    device: &mut device::DeviceReport,
+) -> Option<device::Fio> {
+    let (path, version) = match program.get_or_insert_with(device::find_fio) {
+        Ok(p) => p.clone(),
+        Err(e) => {
+            device.fio = e.clone();
+            return None;
+        }
+    };
+    // Random offsets over at most 1 GiB: a virtual disk has no seek cost,
+    // and laying out more would only lengthen the run.
+    let size = (sc.keys * sc.value_size as u64).clamp(64 << 20, 1 << 30);
+    eprint!(
+        "\r\x1b[2Klaying out {} MiB for fio ({})",
+        size >> 20,
+        sc.name
+    );
+    match device::Fio::prepare(path, cfg.work_dir.join(sc.name).join("fio.dat"), size) {
+        Ok(f) => {
+            device.fio = format!("{version}, {}", f.describe());
+            Some(f)
+        }
+        Err(e) => {
+            device.fio = format!("{version} could not run: {e}");
+            None
+        }
+    }
+}
+
+/// fio's limit for one LTM cell at one repeat. Cells that share a pattern
+/// share one measurement per repeat and thread count.
+fn fio_limit(
+    fio: Option<&device::Fio>,
+    sc: &Scenario,
+    wl: &Workload,
+    threads: usize,
+    rep: usize,
+    secs: u64,
+    seen: &mut std::collections::BTreeMap<(device::Pattern, usize, usize), Result<f64, String>>,
+) -> device::FioRun {
+    let mut r = device::FioRun {
+        scenario: sc.name.into(),
+        workload: wl.name.into(),
+        threads,
+        rep,
+        pattern: String::new(),
+        op_bytes: 0,
+        bw_bytes: None,
+        limit_ops: None,
+        note: None,
+    };
+    let p = match device::pattern(sc, wl) {
+        Ok(p) => p,
+        Err(why) => {
+            r.note = Some(why.into());
+            return r;
+        }
+    };
+    r.pattern = p.label();
+    r.op_bytes = p.op_bytes;
+    let Some(fio) = fio else {
+        r.note = Some("fio did not run".into());
+        return r;
+    };
+    let bw = seen
+        .entry((p, threads, rep))
+        .or_insert_with(|| fio.measure(&p, threads, secs))
+        .clone();
+    match bw {
+        Ok(bw) => {
+            r.bw_bytes = Some(bw);
+            r.limit_ops = Some(bw / p.op_bytes as f64);
+        }
+        Err(e) => r.note = Some(e),
+    }
+    r
 }
 
 fn load_corpora(cfg: &Config, sc: &Scenario, variants: &[Variant]) -> Result<(), String> {
@@ -522,6 +657,7 @@ fn run_cell(
         }
     }
     args.push(format!("--use_existing_db={}", u8::from(!wl.fresh_db)));
+    args.push("--device_reads=1".into());
     args.extend(wl.flags.iter().map(|s| s.to_string()));
     args.extend(v.flags.iter().map(|s| s.to_string()));
     if wl.bench == "multiscan" {
@@ -540,7 +676,16 @@ fn run_cell(
             run.note = Some(format!("page cache not dropped: {e}"));
         }
     }
-    let out = runner::run_db_bench(&cfg.db_bench, &args, cg);
+    // A timed run that takes ten times its length and a minute more is
+    // stuck, not slow; op-bounded smoke runs get ten minutes.
+    let timeout = if secs == 0 { 600 } else { 60 + 10 * secs };
+    let out = runner::run_db_bench_within(
+        &cfg.db_bench,
+        &args,
+        cg,
+        Some(std::time::Duration::from_secs(timeout)),
+    );
+    run.device_read_bytes = runner::parse_device_reads(&out.stdout);
     run.args = args;
     run.max_rss_kib = out.max_rss_kib;
     run.cgroup_peak_bytes = out.cgroup_peak_bytes;

@@ -171,6 +171,24 @@ pub fn block(sources: &[Source]) -> String {
             );
             s.push_str(&render::winner_table_md_at(&r, t));
             s.push('\n');
+            for sc in &names {
+                let f = render::device_fractions(&r, sc, t);
+                if f.is_empty() {
+                    continue;
+                }
+                let cells: Vec<String> = f
+                    .iter()
+                    .map(|(w, x)| format!("{w} {:.0}%", 100.0 * x))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "{sc}, {t} thread{}: best vmemkv variant as a share of the device limit fio \
+                     measured for the cell's I/O in the same run (above 100%: partly served \
+                     from the page cache): {}.\n",
+                    if t == 1 { "" } else { "s" },
+                    cells.join(", ")
+                );
+            }
             headline.push(format!(
                 "{} at {t} thread{}: {} WIN, {} EVEN, {} LOSE; {} of {} cells at {TARGET}x or more",
                 names.join(" + "),

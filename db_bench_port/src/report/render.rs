@@ -300,6 +300,155 @@ fn seed004_md(results: &Results) -> String {
     )
 }
 
+fn fmt_bytes(b: f64) -> String {
+    if b >= (1u64 << 20) as f64 {
+        format!("{:.2} MiB", b / (1u64 << 20) as f64)
+    } else if b >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+/// Median device bytes read per operation of `variant`'s runs in a cell.
+fn bytes_per_op(results: &Results, sc: &str, w: &str, t: usize, variant: &str) -> Option<f64> {
+    let per_op: Vec<f64> = results
+        .runs
+        .iter()
+        .filter(|r| r.scenario == sc && r.workload == w && r.threads == t && r.variant == variant)
+        .filter_map(|r| {
+            let ops = r.operations.filter(|&n| n > 0)?;
+            Some(r.device_read_bytes? as f64 / ops as f64)
+        })
+        .collect();
+    stats::median(&per_op)
+}
+
+/// Median of fio's limit (ops/s) over a cell's repeats.
+fn fio_limit(results: &Results, sc: &str, w: &str, t: usize) -> Option<f64> {
+    let limits: Vec<f64> = results
+        .device
+        .runs
+        .iter()
+        .filter(|r| r.scenario == sc && r.workload == w && r.threads == t)
+        .filter_map(|r| r.limit_ops)
+        .collect();
+    stats::median(&limits)
+}
+
+/// The best vmemkv variant's fraction of fio's limit, per workload of an
+/// LTM scenario at `t` threads, for cells with both figures.
+pub fn device_fractions(results: &Results, sc: &str, t: usize) -> Vec<(String, f64)> {
+    let m = medians(results);
+    ordered_unique(&results.runs, |r| r.workload.as_str())
+        .into_iter()
+        .filter_map(|w| {
+            let limit = fio_limit(results, sc, w, t)?;
+            let (_, x) = winner_cell(results, &m, sc, w, t).vmemkv?;
+            Some((w.to_string(), x / limit))
+        })
+        .collect()
+}
+
+/// The device-limit tables, one per LTM scenario and thread count:
+/// `(title, markdown table)`.
+fn device_sections(results: &Results) -> Vec<(String, String)> {
+    let d = &results.device;
+    let m = medians(results);
+    let rivals = rivals(results);
+    let mut out = Vec::new();
+    let mut cells: Vec<(&str, usize)> = d
+        .runs
+        .iter()
+        .map(|r| (r.scenario.as_str(), r.threads))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    // Scenarios in run order, threads ascending.
+    let order = ordered_unique(&results.runs, |r| r.scenario.as_str());
+    cells.sort_by_key(|(sc, t)| (order.iter().position(|o| o == sc), *t));
+    for (sc, t) in cells {
+        let mut table = String::from(
+            "| workload | fio pattern | fio limit ops/s | best vmemkv ops/s | vmemkv / limit | bytes read per op: vmemkv |",
+        );
+        for r in &rivals {
+            let _ = write!(table, " {r} |");
+        }
+        table.push_str("\n|---|---|---|---|---|---|");
+        table.push_str(&"---|".repeat(rivals.len()));
+        table.push('\n');
+        let workloads = ordered_unique(&results.runs, |r| r.workload.as_str());
+        for w in workloads {
+            let fio: Vec<&super::device::FioRun> = d
+                .runs
+                .iter()
+                .filter(|r| r.scenario == sc && r.workload == w && r.threads == t)
+                .collect();
+            let Some(first) = fio.first() else { continue };
+            let limit = fio_limit(results, sc, w, t);
+            let cell = winner_cell(results, &m, sc, w, t);
+            let (pattern, limit_text) = match (limit, &first.note) {
+                (Some(l), _) => (first.pattern.clone(), fmt_ops(l)),
+                (None, Some(why)) if first.pattern.is_empty() => ("-".to_string(), why.clone()),
+                (None, why) => (
+                    first.pattern.clone(),
+                    why.clone().unwrap_or_else(|| "-".into()),
+                ),
+            };
+            let (vm_ops, frac, vm_bytes) = match &cell.vmemkv {
+                Some((v, x)) => (
+                    format!("{} ({v})", fmt_ops(*x)),
+                    limit.map_or("-".into(), |l| format!("{:.0}%", 100.0 * x / l)),
+                    bytes_per_op(results, sc, w, t, v).map_or("-".into(), fmt_bytes),
+                ),
+                None => ("-".into(), "-".into(), "-".into()),
+            };
+            let _ = write!(
+                table,
+                "| {w} | {pattern} | {limit_text} | {vm_ops} | {frac} | {vm_bytes} |"
+            );
+            for r in &rivals {
+                let b = bytes_per_op(results, sc, w, t, r).map_or("-".into(), fmt_bytes);
+                let _ = write!(table, " {b} |");
+            }
+            table.push('\n');
+        }
+        out.push((format!("{sc}, {t} threads"), table));
+    }
+    out
+}
+
+/// The device-limit section of `report.md`, empty when fio never ran.
+fn device_md(results: &Results) -> String {
+    let sections = device_sections(results);
+    if sections.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "## Device limit (larger-than-memory cells)\n\n{}\n\n",
+        device_intro(results)
+    );
+    for (title, table) in sections {
+        let _ = writeln!(s, "### {title}\n\n{table}");
+    }
+    s
+}
+
+fn device_intro(results: &Results) -> String {
+    format!(
+        "Device `{}`; fio {}. After each repeat of a cell's engines, fio runs the I/O that one \
+         operation of the cell needs when nothing is cached, with jobs = threads: a point read \
+         reads its value's pages, a scan of 100 keys 100 values in one piece, a MultiScan 15 \
+         such pieces (15 in flight when async), a write appends key and value. The limit is \
+         fio's bytes/s over those bytes (median of the repeats). Bytes read per op are what each \
+         engine's db_bench read from storage while the benchmark ran (`--device_reads`, from \
+         /proc/self/io: the open left out; readahead, index reads and background threads \
+         counted) over its operations, medians. Above 100% of the limit, part of the answers \
+         came from the page cache.",
+        results.device.disk, results.device.fio
+    )
+}
+
 /// The whole `report.md`.
 pub fn markdown(results: &Results) -> String {
     let mut s = header_md(results);
@@ -312,6 +461,7 @@ pub fn markdown(results: &Results) -> String {
     s.push('\n');
     s.push_str(&super::bgjobs::table_md(&results.background_jobs));
     s.push('\n');
+    s.push_str(&device_md(results));
     s.push_str(&seed004_md(results));
     s.push_str(&fairness_md(results));
     s.push('\n');
@@ -497,6 +647,18 @@ pub fn html(results: &Results) -> String {
     }
     let _ = writeln!(s, "<h2>Winner table</h2>");
     s.push_str(&md_to_html_table(&winner_table_md(results)));
+    let device = device_sections(results);
+    if !device.is_empty() {
+        let _ = writeln!(
+            s,
+            "<h2>Device limit (larger-than-memory cells)</h2><p>{}</p>",
+            html_escape(&device_intro(results))
+        );
+        for (title, table) in device {
+            let _ = writeln!(s, "<h3>{}</h3>", html_escape(&title));
+            s.push_str(&md_to_html_table(&table));
+        }
+    }
 
     let scenarios = ordered_unique(&results.runs, |r| r.scenario.as_str());
     let workloads = ordered_unique(&results.runs, |r| r.workload.as_str());
@@ -668,6 +830,7 @@ pub(super) mod tests {
             max_rss_kib: None,
             cgroup_peak_bytes: None,
             oom_kills: 0,
+            device_read_bytes: None,
             timeline: vec![],
             note: None,
             args: vec![],
@@ -686,6 +849,7 @@ pub(super) mod tests {
             ltm_run_secs: 2,
             background_jobs: Vec::new(),
             seed004: Vec::new(),
+            device: Default::default(),
             threads: vec![1, 4],
             repeats: 3,
             cgroup: String::new(),
@@ -738,5 +902,40 @@ pub(super) mod tests {
             );
         }
         assert!(h.contains("EVEN"));
+    }
+
+    #[test]
+    fn device_table_gives_the_limit_the_fraction_and_bytes_per_op() {
+        let w = "Get Hit (Uniform)";
+        let mut vm = run("L", w, "vm", true, 2, 0, 900.0);
+        vm.device_read_bytes = Some(4096 * 100);
+        vm.operations = Some(100);
+        let mut rival = run("L", w, "Rocks", false, 2, 0, 600.0);
+        rival.device_read_bytes = Some(8192 * 100);
+        rival.operations = Some(100);
+        let mut res = results(vec![vm, rival]);
+        res.device.disk = "vda".into();
+        res.device.fio = "fio-3.33".into();
+        res.device.runs.push(super::super::device::FioRun {
+            scenario: "L".into(),
+            workload: w.into(),
+            threads: 2,
+            rep: 0,
+            pattern: "randread 4k qd1".into(),
+            op_bytes: 4096,
+            bw_bytes: Some(4096.0 * 1000.0),
+            limit_ops: Some(1000.0),
+            note: None,
+        });
+        let md = markdown(&res);
+        assert!(md.contains("### L, 2 threads"), "{md}");
+        assert!(
+            md.contains("| Get Hit (Uniform) | randread 4k qd1 | 1.0k | 900 (vm) | 90% | 4.0 KiB | 8.0 KiB |"),
+            "{md}"
+        );
+        assert!(html(&res).contains("<h3>L, 2 threads</h3>"));
+        assert_eq!(device_fractions(&res, "L", 2), vec![(w.to_string(), 0.9)]);
+        // No fio runs: no section at all.
+        assert!(!markdown(&results(vec![])).contains("Device limit"));
     }
 }

@@ -3,6 +3,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use super::cgroup::MemoryCgroup;
 
@@ -47,6 +50,21 @@ pub fn parse_result_line(line: &str) -> Option<ResultLine> {
     })
 }
 
+/// The bytes of the last `Device reads <benchmark> : B bytes, ...` line
+/// (`--device_reads`).
+pub fn parse_device_reads(stdout: &str) -> Option<u64> {
+    stdout
+        .lines()
+        .rev()
+        .filter_map(|l| l.strip_prefix("Device reads "))
+        .filter_map(|l| l.split_once(" : "))
+        .filter_map(|(_, rest)| {
+            rest.strip_suffix(" bytes/op")
+                .and(rest.split_once(" bytes,"))
+        })
+        .find_map(|(b, _)| b.trim().parse().ok())
+}
+
 /// Parses a `--report_file` CSV (`secs_elapsed,interval_qps`).
 pub fn parse_report_csv(text: &str) -> Vec<(f64, f64)> {
     text.lines()
@@ -76,6 +94,19 @@ pub struct Outcome {
 
 /// Runs `db_bench` with `args`, inside `cgroup` when given.
 pub fn run_db_bench(db_bench: &Path, args: &[String], cgroup: Option<&MemoryCgroup>) -> Outcome {
+    run_db_bench_within(db_bench, args, cgroup, None)
+}
+
+/// [`run_db_bench`], killed with SIGKILL and reported failed once it has
+/// run `timeout`: one engine stuck (Sparkey rebuilding its hash index in a
+/// small cgroup took over 12 minutes for a 2 s cell) must not stall the
+/// whole matrix.
+pub fn run_db_bench_within(
+    db_bench: &Path,
+    args: &[String],
+    cgroup: Option<&MemoryCgroup>,
+    timeout: Option<Duration>,
+) -> Outcome {
     let (program, argv): (PathBuf, Vec<String>) = match cgroup {
         Some(cg) => {
             cg.reset_peak();
@@ -104,7 +135,35 @@ pub fn run_db_bench(db_bench: &Path, args: &[String], cgroup: Option<&MemoryCgro
     let err_pipe = child.stderr.take();
     let out_t = std::thread::spawn(move || read_all(out_pipe));
     let err_t = std::thread::spawn(move || read_all(err_pipe));
-    let (exit_code, max_rss_kib) = wait_with_rusage(child.id());
+    let pid = child.id();
+    let exited = Arc::new((Mutex::new(false), Condvar::new()));
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let watchdog = timeout.map(|limit| {
+        let (exited, timed_out) = (Arc::clone(&exited), Arc::clone(&timed_out));
+        std::thread::spawn(move || {
+            let (lock, cv) = &*exited;
+            let Ok(guard) = lock.lock() else { return };
+            let Ok((guard, _)) = cv.wait_timeout_while(guard, limit, |done| !*done) else {
+                return;
+            };
+            if !*guard {
+                timed_out.store(true, Ordering::Relaxed);
+                // SAFETY: kill(2) takes plain integers. The child is not
+                // reaped before `exited` is set under this lock (see
+                // wait_exited), so `pid` still names it, at worst a zombie.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            }
+        })
+    });
+    wait_exited(pid);
+    if let Ok(mut done) = exited.0.lock() {
+        *done = true;
+    }
+    exited.1.notify_all();
+    if let Some(w) = watchdog {
+        let _ = w.join();
+    }
+    let (exit_code, max_rss_kib) = wait_with_rusage(pid);
     let stdout = out_t.join().unwrap_or_default();
     let stderr = err_t.join().unwrap_or_default();
     let results: Vec<ResultLine> = stdout.lines().filter_map(parse_result_line).collect();
@@ -117,6 +176,10 @@ pub fn run_db_bench(db_bench: &Path, args: &[String], cgroup: Option<&MemoryCgro
             .map_or(0, MemoryCgroup::oom_kills)
             .saturating_sub(ooms_before),
         error: failed.then(|| {
+            if timed_out.load(Ordering::Relaxed) {
+                let limit = timeout.unwrap_or_default().as_secs();
+                return format!("timed out: killed after {limit} s");
+            }
             let tail: Vec<&str> = stderr.lines().rev().take(8).collect();
             let mut tail: Vec<&str> = tail.into_iter().rev().collect();
             if tail.is_empty() {
@@ -134,6 +197,28 @@ fn read_all<R: std::io::Read>(pipe: Option<R>) -> String {
         let _ = p.read_to_string(&mut s);
     }
     s
+}
+
+/// Blocks until `pid` has exited, without reaping it: until
+/// [`wait_with_rusage`] runs, the pid cannot be reused, so a watchdog may
+/// still signal it.
+fn wait_exited(pid: u32) {
+    loop {
+        // SAFETY: siginfo_t is plain old data, so all-zero bytes are valid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `pid` is our own child; `info` is a live local.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
+        }
+    }
 }
 
 /// Waits for `pid` and returns its exit code and peak RSS.
@@ -168,6 +253,40 @@ mod tests {
         assert_eq!(parse_result_line(ms).map(|r| r.ops_per_sec), Some(1193.0));
         assert_eq!(parse_result_line("DB path: [/tmp/x]"), None);
         assert_eq!(parse_result_line("Keys : 16 bytes each"), None);
+    }
+
+    #[test]
+    fn a_run_past_its_timeout_is_killed_and_reported() {
+        let started = std::time::Instant::now();
+        let out = run_db_bench_within(
+            Path::new("/bin/sleep"),
+            &["30".to_string()],
+            None,
+            Some(Duration::from_millis(300)),
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_eq!(out.error.as_deref(), Some("timed out: killed after 0 s"));
+        // A run that ends in time is not touched.
+        let out = run_db_bench_within(
+            Path::new("/bin/echo"),
+            &["x : 1.0 micros/op 1 ops/sec 1.0 seconds 1 operations;".to_string()],
+            None,
+            Some(Duration::from_secs(30)),
+        );
+        assert_eq!(out.error, None);
+        assert_eq!(out.results.len(), 1);
+    }
+
+    #[test]
+    fn parses_device_reads_lines() {
+        let out = "gethit_zipf : 1.0 micros/op 2 ops/sec 1 seconds 2 operations;\n\
+                   Device reads gethit_zipf : 8192 bytes, 4096.0 bytes/op\n";
+        assert_eq!(parse_device_reads(out), Some(8192));
+        assert_eq!(
+            parse_device_reads("Device reads x : unknown (/proc/self/io unreadable)"),
+            None
+        );
+        assert_eq!(parse_device_reads("no such line"), None);
     }
 
     #[test]

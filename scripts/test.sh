@@ -4,7 +4,9 @@
 #
 # It installs what the rival engines need (clang and libclang-dev for the
 # rocksdb crate's bindgen, liburing-dev for RocksDB's io_uring, fio for the
-# report's device-limit columns) when missing.
+# report's device-limit columns) when missing, and, as root, xfsprogs and
+# e2fsprogs for the power-cut campaign (tests/tests/power_cut.rs: ext4 on a
+# loop device over a reflinked XFS file; without root it is skipped).
 # The first run compiles RocksDB from C++: about 20-25 minutes on 2 cores.
 # Set CARGO_TARGET_DIR to a cache outside the clone to pay that once.
 #
@@ -19,8 +21,13 @@ rivals="${VMEMKV_TEST_RIVALS:-1}"
 
 install_packages() {
     local missing=()
-    command -v clang >/dev/null 2>&1 || missing+=(clang)
-    for pkg in libclang-dev liburing-dev pkg-config libsnappy-dev fio; do
+    if [[ "$1" == rivals ]]; then
+        command -v clang >/dev/null 2>&1 || missing+=(clang)
+        set -- libclang-dev liburing-dev pkg-config libsnappy-dev fio xfsprogs e2fsprogs
+    else
+        set -- xfsprogs e2fsprogs
+    fi
+    for pkg in "$@"; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
     done
     if ((${#missing[@]})); then
@@ -34,8 +41,9 @@ install_packages() {
 
 feature_args=()
 what="vmemkv only"
+[[ $(id -u) -ne 0 ]] || install_packages power-cuts
 if [[ "$rivals" != 0 ]]; then
-    install_packages
+    install_packages rivals
     feature_args=(--all-features)
     what="all features: vmemkv, rocksdb, blobdb, lmdb, fjall, fjall-blob, sparkey"
 fi

@@ -208,16 +208,10 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<Inner>> {
             return Err(e);
         }
     };
-    for (s, from, to) in &rep.holes {
+    if let Some((s, off, len, why)) = rep.truncated {
         info.log(format_args!(
-            "recovery: padded {} bytes at {} offset {from}: a write in flight at the crash (never acknowledged)",
-            to - from,
-            crate::files::segment(*s)
-        ));
-    }
-    if let Some((s, off, len)) = rep.truncated {
-        info.log(format_args!(
-            "recovery: torn tail in {} at offset {off}: truncated {len} bytes (point-in-time recovery)",
+            "recovery: {} in {} at offset {off}, past LOGEND: the log ends there, {len} bytes cleared (point-in-time recovery)",
+            why.describe(),
             crate::files::segment(s)
         ));
     }
@@ -225,7 +219,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<Inner>> {
     // gone from disk before any file is: a crash part-way through must
     // leave a contiguous prefix whose last segment is not sealed, or the
     // next open would report the removed segment as lost.
-    if let Some((id, _, _)) = rep.truncated {
+    if let Some((id, _, _, _)) = rep.truncated {
         if let Some(s) = segs.get(&id) {
             crate::fsutil::sync_file(s.file(), &s.path)?;
         }
@@ -242,7 +236,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<Inner>> {
             std::fs::remove_file(&s.path)
                 .map_err(|e| Error::io(format!("removing {}", s.path.display()), e))?;
             info.log(format_args!(
-                "recovery: removed {} (no valid record after the torn tail)",
+                "recovery: removed {} (after the end of the recovered log)",
                 s.path.display()
             ));
         }

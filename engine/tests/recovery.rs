@@ -246,8 +246,12 @@ fn corruption_before_a_later_segment_is_reported() {
     );
 }
 
+/// Past `LOGEND`, a hole ends the log: after a kill it is a write in
+/// flight (no acknowledged write lies beyond one), after a power cut pages
+/// that never reached the disk, and the records after it must go with it
+/// or the state would be no prefix of the log.
 #[test]
-fn write_in_flight_at_crash_is_skipped() {
+fn a_hole_past_logend_ends_the_log_there() {
     let dir = tmp();
     {
         let db = open(dir.path());
@@ -255,20 +259,59 @@ fn write_in_flight_at_crash_is_skipped() {
     }
     let seg = seg_path(dir.path(), 0);
     let offs = record_offsets(&seg);
-    // Record 10's commit word never got stored: the writer died mid-write.
+    // Record 10's commit word never reached the disk.
     zero_range(&seg, offs[10], 8);
     assert_lost(dir.path(), "00000000.seg");
     forget_log_end(dir.path(), 1 << 20);
+    {
+        let db = open(dir.path());
+        check(&db, 0, 10, 100);
+        for i in 10..30 {
+            assert_eq!(db.get(&key(i)).ok().flatten(), None, "key {i}");
+        }
+        let log = info_log(dir.path());
+        assert!(
+            log.contains(&format!("hole (a write in flight, or pages a power cut lost) in 00000000.seg at offset {}, past LOGEND: the log ends there", offs[10])),
+            "{log}"
+        );
+        fill(&db, 100, 110, 100);
+    }
+    // The cleared records stay gone, and later writes stay.
     let db = open(dir.path());
     check(&db, 0, 10, 100);
-    check(&db, 11, 30, 100);
-    assert_eq!(db.get(&key(10)).ok().flatten(), None);
-    assert!(info_log(dir.path()).contains(&format!("offset {}: a write in flight", offs[10])));
-    drop(db);
-    // The hole is declared now: the next open, whose LOGEND lies past it,
-    // accepts it.
+    check(&db, 100, 110, 100);
+    assert_eq!(db.get(&key(20)).ok().flatten(), None);
+}
+
+/// A record whose commit word reached the disk but not all of its body,
+/// followed by records that did (a power cut after out-of-order
+/// writeback), ends the log past `LOGEND`: the open succeeds with the
+/// prefix. It used to fail with `Corruption`, so a power cut under
+/// `sync = false` writes could leave a database that never opened again.
+#[test]
+fn a_torn_record_past_logend_ends_the_log_even_with_records_after_it() {
+    let dir = tmp();
+    {
+        let db = open(dir.path());
+        fill(&db, 0, 50, 200);
+    }
+    let seg = seg_path(dir.path(), 0);
+    let offs = record_offsets(&seg);
+    flip_byte(&seg, offs[20] + 60); // body of record 20
+    forget_log_end(dir.path(), 1 << 20);
     let db = open(dir.path());
-    check(&db, 11, 30, 100);
+    check(&db, 0, 20, 200);
+    for i in 20..50 {
+        assert_eq!(db.get(&key(i)).ok().flatten(), None, "key {i}");
+    }
+    let log = info_log(dir.path());
+    assert!(
+        log.contains(&format!(
+            "torn tail in 00000000.seg at offset {}, past LOGEND",
+            offs[20]
+        )),
+        "{log}"
+    );
 }
 
 #[test]

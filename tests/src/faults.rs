@@ -511,7 +511,7 @@ fn loss_reported(engine: EngineKind, db_dir: &Path) -> bool {
         EngineKind::Vmemkv => (
             "LOG",
             " open ",
-            &["skipped", "torn tail", "unusable", "removed"],
+            &["skipped", "the log ends there", "unusable", "removed"],
         ),
         EngineKind::RocksDb | EngineKind::BlobDb => (
             "LOG",

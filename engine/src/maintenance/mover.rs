@@ -131,6 +131,12 @@ impl<'a> Mover<'a> {
         // Under the gate: checkpoint_and_retire drains it to see every
         // segment's live bytes final.
         let _g = inner.gate.read();
+        // Registered as a write while it appends, so that a write after it
+        // in the log returns only once this record is complete: recovery
+        // ends the log at the first hole past LOGEND, and no acknowledged
+        // write may lie beyond one.
+        let vs = inner.t1.versions();
+        let ticket = vs.begin_write(|| inner.log.tail_lsn());
         let a = inner.log.append_with_crc(
             Kind::Packed,
             b.count(),
@@ -138,7 +144,9 @@ impl<'a> Mover<'a> {
             b.values().len() as u64,
             &[b.values(), b.dir()],
             b.body_crc(),
-        )?;
+        );
+        vs.end_write(ticket, || inner.log.tail_lsn());
+        let a = a?;
         if inner.opts.sorted_run_bytes > 0 {
             let start = a.body_off as u32;
             let end = start + b.values().len() as u32;

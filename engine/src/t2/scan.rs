@@ -1,6 +1,7 @@
 //! Reading records back: validation of one record, search for the next
-//! valid one, and the recovery scan with its three outcomes (in-flight hole
-//! skipped, torn tail truncated, corruption reported).
+//! valid one, and the recovery scan with its two outcomes past the damage:
+//! below `LOGEND` corruption reported, past it the log ended there
+//! (point-in-time recovery).
 
 use std::sync::Arc;
 
@@ -64,21 +65,6 @@ pub fn find_next_valid(seg: &Segment, from: usize) -> Option<Found> {
     None
 }
 
-/// The first valid record at or after `from` that holds data: a seal or a
-/// pad proves the segment rolled over, not that any write after a bad
-/// record committed.
-fn find_next_data(seg: &Segment, from: usize) -> Option<Found> {
-    let mut at = from;
-    loop {
-        let f = find_next_valid(seg, at)?;
-        match f.header.kind {
-            Kind::Seal => return None,
-            Kind::Pad => at = f.off + f.len,
-            _ => return Some(f),
-        }
-    }
-}
-
 /// Iterates the valid records of a sealed or quiescent segment from `from`,
 /// skipping holes (zero commit words) and stopping at the first invalid
 /// non-zero record. Used by defragment, which only reads what recovery or
@@ -120,10 +106,9 @@ pub struct ScanReport {
     pub records: u64,
     /// Bytes of records applied.
     pub bytes: u64,
-    /// Holes left by writes in flight at the crash: (segment, from, to).
-    pub holes: Vec<(u32, usize, usize)>,
-    /// Torn tail truncated: (segment, offset, bytes cleared).
-    pub truncated: Option<(u32, usize, usize)>,
+    /// Where the log was ended past `LOGEND`: (segment, offset, bytes
+    /// cleared, why).
+    pub truncated: Option<(u32, usize, usize, Ended)>,
     /// Segments removed because they held nothing after a torn tail.
     pub removed_segments: Vec<u32>,
     /// LSN just past the last valid record.
@@ -134,10 +119,10 @@ pub struct ScanReport {
 /// first, calling `apply` on every valid record in log order. Sets each
 /// segment's tail. Below `durable` (`LOGEND`'s claim) every byte must be
 /// covered by a valid record: a zero word, a bad record or a missing seal
-/// there is `Corruption`. At or after it, a hole is a write in flight at
-/// the crash (padded here, so that the next scan, whose `LOGEND` will lie
-/// past it, finds it declared), and an invalid record with nothing valid
-/// after it is a torn tail (cleared).
+/// there is `Corruption`. At or after it, the first hole, invalid record or
+/// missing seal ends the log, whatever lies after it (cleared, later
+/// segments reported for removal): the state recovered is a prefix of the
+/// log, as after a power cut only a prefix is known to have been written.
 pub fn recover(
     segs: &[Arc<Segment>],
     start: usize,
@@ -218,38 +203,22 @@ pub fn recover(
                         if acked(seg, off) {
                             return Err(lost(seg, off, &format!("{gap} zeroed bytes")));
                         }
-                        if gap < HEADER_LEN {
-                            return Err(Error::Corruption(format!(
-                                "{} offset {off}: {gap} zero bytes before a record, \
-                                 too few for any write",
-                                seg.path.display()
-                            )));
-                        }
-                        let pad = crate::t2::record::pad_header(seg.id, off, gap);
-                        seg.write_record(off, &pad, &[])?;
-                        rep.holes.push((seg.id, off, f.off));
-                        off = f.off;
-                        continue;
+                        // Past LOGEND, a hole ends the log (point-in-time
+                        // recovery): after a kill it is a write in flight,
+                        // and no acknowledged write lies beyond one (a
+                        // write returns once every earlier record is
+                        // complete); after a power cut it is a page that
+                        // never reached the disk, and the records after
+                        // it must go too, or the state is no prefix.
+                        return truncate_at(segs, i, off, rep, Ended::Hole);
                     }
                     None => break,
                 }
             }
-            // A committed-looking but invalid record: corruption unless
-            // nothing valid follows anywhere (a torn tail).
-            let later = find_next_data(seg, off + ALIGN)
-                .map(|f| (seg.id, f.off))
-                .or_else(|| {
-                    segs[i + 1..]
-                        .iter()
-                        .find_map(|s| find_next_data(s, 0).map(|f| (s.id, f.off)))
-                });
-            if let Some((ls, lo)) = later {
-                return Err(Error::Corruption(format!(
-                    "{} offset {off}: invalid record (bad checksum, header or LSN) \
-                     followed by a valid record in segment {ls:08x} at offset {lo}",
-                    seg.path.display()
-                )));
-            }
+            // A committed-looking but invalid record: below LOGEND, lost
+            // acknowledged writes; past it, a record torn by a crash (its
+            // commit word reached the disk, not all of its body), which ends
+            // the log whatever follows, as a hole does.
             if acked(seg, off) {
                 return Err(lost(
                     seg,
@@ -257,7 +226,7 @@ pub fn recover(
                     "invalid record (bad checksum, header or LSN)",
                 ));
             }
-            return truncate_at(segs, i, off, rep);
+            return truncate_at(segs, i, off, rep, Ended::Torn);
         }
         if last || !sealed {
             // Zeros shorter than a header before the seal slot are the end
@@ -280,22 +249,10 @@ pub fn recover(
                 return Err(lost(seg, data_end, &what));
             }
             if !last {
-                // The seal and everything after it never reached the disk
-                // (a power cut after a rollover): the log ends here, unless
-                // a later segment holds data.
-                if let Some(s) = segs[i + 1..]
-                    .iter()
-                    .find(|s| find_next_data(s, 0).is_some())
-                {
-                    return Err(Error::Corruption(format!(
-                        "{}: no seal at offset {}, yet {} holds records: \
-                         the segment was truncated or zeroed",
-                        seg.path.display(),
-                        crate::t2::record::seal_offset(seg.size()),
-                        s.path.display()
-                    )));
-                }
-                return truncate_at(segs, i, data_end, rep);
+                // The seal never reached the disk (a power cut after a
+                // rollover): the log ends here, and a later segment's
+                // records, past LOGEND too, go with it.
+                return truncate_at(segs, i, data_end, rep, Ended::Unsealed);
             }
             // Garbage of writes that never committed must not survive under
             // new records, or a later scan would mistake it for corruption.
@@ -313,6 +270,28 @@ pub fn recover(
     Ok(rep)
 }
 
+/// Why the recovered log ends before the data on disk does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// A zero commit word with records after it.
+    Hole,
+    /// An invalid record with a commit word.
+    Torn,
+    /// A segment without its seal, later segments present.
+    Unsealed,
+}
+
+impl Ended {
+    /// For the info log.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Ended::Hole => "hole (a write in flight, or pages a power cut lost)",
+            Ended::Torn => "torn tail",
+            Ended::Unsealed => "missing seal",
+        }
+    }
+}
+
 /// Ends the log at `off` of `segs[i]`: clears the rest of that segment and
 /// reports the later ones for removal.
 fn truncate_at(
@@ -320,10 +299,11 @@ fn truncate_at(
     i: usize,
     off: usize,
     mut rep: ScanReport,
+    why: Ended,
 ) -> Result<ScanReport> {
     let seg = &segs[i];
     if off < seg.size() {
-        rep.truncated = Some((seg.id, off, seg.size() - off));
+        rep.truncated = Some((seg.id, off, seg.size() - off, why));
         seg.zero_range(off, seg.size() - off)?;
     }
     seg.tail

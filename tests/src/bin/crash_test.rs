@@ -4,7 +4,14 @@
 //! crash_test run --engine vmemkv --mode all --cycles 1000 [--keys 2000] [--seed N]
 //!                [--dir DIR] [--kill-ms MIN:MAX] [--option key=value]...
 //!                [--failpoints all|name,name] [--maintenance-pct N]
+//!                [--power-cut 1 [--claim-durable 1]]
 //! ```
+//! `--power-cut 1` cuts power instead of killing (root; see
+//! `vmemkv_tests::crash::powercut`): the database lives on ext4 on a loop
+//! device whose crash image is cloned at the cut, and the verifier checks
+//! durable writes, foreign values, batches and the prefix property.
+//! `--claim-durable 1` is the meta-test's broken writer, which declares
+//! no-sync writes durable as they return: the campaign must fail.
 //! `--failpoints` (vmemkv) arms one maintenance failpoint per cycle, so that
 //! kills land inside checkpoint, defragment, retire, rollover, reorganize
 //! and split phases, not only between calls; it raises the share of
@@ -13,17 +20,17 @@
 //! SIGKILLs it, reopens the database and verifies it against the expected
 //! state. Prints one summary line per mode and exits 1 on any violation.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use vmemkv_compat::EngineOptions;
-use vmemkv_tests::crash::{run_child, run_parent, Config, Mode};
+use vmemkv_tests::crash::{powercut, run_child, run_parent, Config, Mode};
 
 fn usage() -> ExitCode {
     eprintln!(
         "usage: crash_test run|child --engine E --mode sync|nosync|disable_wal|all \
          [--cycles N] [--keys N] [--seed N] [--dir DIR] [--kill-ms MIN:MAX] [--option k=v]... \
-         [--failpoints all|a,b] [--maintenance-pct N]"
+         [--failpoints all|a,b] [--maintenance-pct N] [--power-cut 1 [--claim-durable 1]]"
     );
     ExitCode::from(2)
 }
@@ -43,6 +50,9 @@ fn main() -> ExitCode {
     let mut options = EngineOptions::default();
     let mut failpoints: Vec<String> = Vec::new();
     let mut maintenance_pct: Option<u32> = None;
+    let mut power_cut = false;
+    let mut claim_durable = false;
+    let mut first_seq = 1u64;
     let mut it = args.iter().skip(1);
     while let Some(flag) = it.next() {
         let Some(val) = it.next() else {
@@ -102,6 +112,18 @@ fn main() -> ExitCode {
                 Ok(v) if v <= 100 => maintenance_pct = Some(v),
                 _ => return bad("--maintenance-pct"),
             },
+            "--power-cut" => match val.as_str() {
+                "0" | "1" => power_cut = val == "1",
+                _ => return bad("--power-cut (0 or 1)"),
+            },
+            "--claim-durable" => match val.as_str() {
+                "0" | "1" => claim_durable = val == "1",
+                _ => return bad("--claim-durable (0 or 1)"),
+            },
+            "--first-seq" => match val.parse() {
+                Ok(v) if v > 0 => first_seq = v,
+                _ => return bad("--first-seq"),
+            },
             "--option" => match val.split_once('=') {
                 Some((k, v)) => options = options.set(k, v),
                 None => return bad("--option"),
@@ -134,7 +156,15 @@ fn main() -> ExitCode {
     let tmp;
     let base = match dir {
         Some(d) => d,
-        None => match tempfile::Builder::new().prefix("crash_test-").tempdir() {
+        // Power cuts put their images in memory when they can: a sync
+        // write's flush then costs no disk round trip.
+        None => match tempfile::Builder::new().prefix("crash_test-").tempdir_in(
+            if power_cut && Path::new("/dev/shm").is_dir() {
+                PathBuf::from("/dev/shm")
+            } else {
+                std::env::temp_dir()
+            },
+        ) {
             Ok(t) => {
                 tmp = t;
                 tmp.path().to_path_buf()
@@ -146,7 +176,7 @@ fn main() -> ExitCode {
         },
     };
     match role.as_str() {
-        "child" => {
+        "child" | "power-child" => {
             let cfg = Config {
                 engine,
                 mode: modes[0],
@@ -159,7 +189,16 @@ fn main() -> ExitCode {
                 failpoints,
                 maintenance_pct,
             };
-            match run_child(&cfg) {
+            let r = if role == "child" {
+                run_child(&cfg)
+            } else {
+                let pc = powercut::PowerCut {
+                    first_seq,
+                    claim_durable,
+                };
+                powercut::run_child(&cfg, pc)
+            };
+            match r {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("crash_test child: {e}");
@@ -190,36 +229,15 @@ fn main() -> ExitCode {
                     maintenance_pct,
                 };
                 let started = std::time::Instant::now();
-                match run_parent(&exe, &cfg) {
-                    Ok(r) => {
-                        println!(
-                            "crash_test engine={engine} mode={m} cycles={} keys_checked={} \
-                             batches_in_flight_at_kill={} writes_issued={} violations={} secs={:.1}",
-                            r.cycles,
-                            r.keys_checked,
-                            r.batches_in_flight,
-                            r.seqs_issued,
-                            r.violations.len(),
-                            started.elapsed().as_secs_f64()
-                        );
-                        if !r.failpoint_kills.is_empty() {
-                            let fp: Vec<String> = r
-                                .failpoint_kills
-                                .iter()
-                                .map(|(k, v)| format!("{k}={v}"))
-                                .collect();
-                            println!("  failpoint kills: {}", fp.join(" "));
-                        }
-                        for v in r.violations.iter().take(20) {
-                            println!("  VIOLATION {v}");
-                        }
-                        failed |= !r.violations.is_empty();
-                    }
-                    Err(e) => {
-                        println!("crash_test engine={engine} mode={m}: harness error: {e}");
-                        failed = true;
-                    }
-                }
+                failed |= if power_cut {
+                    report_power_cuts(
+                        &cfg,
+                        powercut::run_parent(&exe, &cfg, claim_durable),
+                        started,
+                    )
+                } else {
+                    report_kills(&cfg, run_parent(&exe, &cfg), started)
+                };
             }
             if failed {
                 ExitCode::FAILURE
@@ -228,5 +246,85 @@ fn main() -> ExitCode {
             }
         }
         _ => usage(),
+    }
+}
+
+/// Prints a kill run's summary; true when it failed.
+fn report_kills(
+    cfg: &Config,
+    r: Result<vmemkv_tests::crash::Report, String>,
+    started: std::time::Instant,
+) -> bool {
+    let (engine, m) = (cfg.engine, cfg.mode);
+    match r {
+        Ok(r) => {
+            println!(
+                "crash_test engine={engine} mode={m} cycles={} keys_checked={} \
+                 batches_in_flight_at_kill={} writes_issued={} violations={} secs={:.1}",
+                r.cycles,
+                r.keys_checked,
+                r.batches_in_flight,
+                r.seqs_issued,
+                r.violations.len(),
+                started.elapsed().as_secs_f64()
+            );
+            if !r.failpoint_kills.is_empty() {
+                let fp: Vec<String> = r
+                    .failpoint_kills
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                println!("  failpoint kills: {}", fp.join(" "));
+            }
+            for v in r.violations.iter().take(20) {
+                println!("  VIOLATION {v}");
+            }
+            !r.violations.is_empty()
+        }
+        Err(e) => {
+            println!("crash_test engine={engine} mode={m}: harness error: {e}");
+            true
+        }
+    }
+}
+
+/// Prints a power-cut run's summary; true when it failed. States that no
+/// prefix explains are a failure for vmemkv, which promises point-in-time
+/// recovery (design.md §2), and a finding for the rivals.
+fn report_power_cuts(
+    cfg: &Config,
+    r: Result<powercut::Report, String>,
+    started: std::time::Instant,
+) -> bool {
+    let (engine, m) = (cfg.engine, cfg.mode);
+    match r {
+        Ok(r) => {
+            println!(
+                "power_cut engine={engine} mode={m} cycles={} keys_checked={} writes_acked={} \
+                 writes_durable={} acked_lost_at_cut={} writebacks={} ragged_ends={} violations={} not_prefix={} secs={:.1}",
+                r.cycles,
+                r.keys_checked,
+                r.writes_acked,
+                r.writes_durable,
+                r.acked_lost,
+                r.writebacks,
+                r.ragged_ends,
+                r.violations.len(),
+                r.not_prefix.len(),
+                started.elapsed().as_secs_f64()
+            );
+            for v in r.violations.iter().take(20) {
+                println!("  VIOLATION {v}");
+            }
+            for v in r.not_prefix.iter().take(5) {
+                println!("  NOT A PREFIX {v}");
+            }
+            !r.violations.is_empty()
+                || (engine == vmemkv_compat::EngineKind::Vmemkv && !r.not_prefix.is_empty())
+        }
+        Err(e) => {
+            println!("power_cut engine={engine} mode={m}: harness error: {e}");
+            true
+        }
     }
 }

@@ -319,6 +319,9 @@ fn report_power_cuts(
             for v in r.not_prefix.iter().take(5) {
                 println!("  NOT A PREFIX {v}");
             }
+            for v in r.lazy_unmounts.iter().take(3) {
+                println!("  BUSY AFTER CLOSE {v}");
+            }
             !r.violations.is_empty()
                 || (engine == vmemkv_compat::EngineKind::Vmemkv && !r.not_prefix.is_empty())
         }

@@ -27,6 +27,7 @@ pub struct CrashImage {
     ext4_mnt: PathBuf,
     xfs_mounted: bool,
     ext4_mounted: bool,
+    lazy_unmounts: Vec<String>,
 }
 
 fn run(cmd: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Result<(), String> {
@@ -89,6 +90,7 @@ impl CrashImage {
             ext4_mnt,
             xfs_mounted: false,
             ext4_mounted: false,
+            lazy_unmounts: Vec::new(),
         };
         let xfs_img = root.join("xfs.img");
         sparse_file(&xfs_img, XFS_BYTES)?;
@@ -177,19 +179,69 @@ impl CrashImage {
     }
 
     fn unmount_device(&mut self) -> Result<(), String> {
-        if self.ext4_mounted {
-            run("umount", &[&self.ext4_mnt])?;
-            self.ext4_mounted = false;
+        if !self.ext4_mounted {
+            return Ok(());
         }
+        let mut tries = 0;
+        while let Err(e) = run("umount", &[&self.ext4_mnt]) {
+            tries += 1;
+            if tries < 20 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                continue;
+            }
+            // Something of this process still maps or holds a file there:
+            // name it, and detach the mount lazily so the campaign goes on.
+            let held = held_files(&self.ext4_mnt);
+            run("umount", &[&"-l", &self.ext4_mnt])?;
+            self.ext4_mounted = false;
+            self.lazy_unmounts
+                .push(format!("{e}; held by this process: {held}"));
+            return Ok(());
+        }
+        self.ext4_mounted = false;
         Ok(())
+    }
+
+    /// Mounts that stayed busy after the engine's handle was dropped, with
+    /// what held them: an engine that leaves a file open or mapped.
+    pub fn lazy_unmounts(&self) -> &[String] {
+        &self.lazy_unmounts
+    }
+}
+
+/// This process's open files and mappings under `dir`.
+fn held_files(dir: &Path) -> String {
+    let prefix = dir.to_string_lossy().into_owned();
+    let mut held: Vec<String> = std::fs::read_to_string("/proc/self/maps")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| p.starts_with(&prefix))
+        .map(|p| format!("mapped {p}"))
+        .collect();
+    if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+        for fd in fds.flatten() {
+            if let Ok(t) = std::fs::read_link(fd.path()) {
+                if t.starts_with(dir) {
+                    held.push(format!("open {}", t.display()));
+                }
+            }
+        }
+    }
+    held.sort();
+    held.dedup();
+    if held.is_empty() {
+        "nothing found".into()
+    } else {
+        held.join(", ")
     }
 }
 
 impl Drop for CrashImage {
     fn drop(&mut self) {
         let _ = self.unmount_device();
-        if self.xfs_mounted {
-            let _ = run("umount", &[&self.xfs_mnt]);
+        if self.xfs_mounted && run("umount", &[&self.xfs_mnt]).is_err() {
+            let _ = run("umount", &[&"-l", &self.xfs_mnt]);
         }
         let _ = std::fs::remove_file(self.root.join("xfs.img"));
     }

@@ -219,6 +219,8 @@ pub struct Report {
     pub violations: Vec<String>,
     /// States no prefix of the issued order explains.
     pub not_prefix: Vec<String>,
+    /// Mounts still busy after the engine's handle was dropped.
+    pub lazy_unmounts: Vec<String>,
 }
 
 /// A key's state before and after the cycle's writes: the seq of the put
@@ -559,6 +561,7 @@ pub fn run_parent(exe: &Path, cfg: &Config, claim_durable: bool) -> Result<Repor
             None => break,
         }
     }
+    report.lazy_unmounts = image.lazy_unmounts().to_vec();
     Ok(report)
 }
 

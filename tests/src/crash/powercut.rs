@@ -420,6 +420,53 @@ fn verify(
     Some(observed)
 }
 
+/// How long an open and its checks may take before the run counts a hang.
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(120);
+
+impl Report {
+    fn merge(&mut self, r: Report) {
+        self.keys_checked += r.keys_checked;
+        self.writes_acked += r.writes_acked;
+        self.writes_durable += r.writes_durable;
+        self.acked_lost += r.acked_lost;
+        self.ragged_ends += r.ragged_ends;
+        self.violations.extend(r.violations);
+        self.not_prefix.extend(r.not_prefix);
+    }
+}
+
+/// [`verify`] on a thread of its own, so that an engine whose open never
+/// returns is reported as a hang (and ends the run) instead of stalling
+/// the campaign; the stuck thread dies with the process.
+fn verify_in_time(
+    cfg: &Config,
+    base: &[KeyState],
+    parsed: Parsed,
+    cycle: usize,
+    report: &mut Report,
+) -> Option<Vec<KeyState>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (c, b) = (cfg.clone(), base.to_vec());
+    std::thread::spawn(move || {
+        let mut r = Report::default();
+        let next = verify(&c, &b, &parsed, cycle, &mut r);
+        let _ = tx.send((r, next));
+    });
+    match rx.recv_timeout(VERIFY_TIMEOUT) {
+        Ok((r, next)) => {
+            report.merge(r);
+            next
+        }
+        Err(_) => {
+            report.violations.push(format!(
+                "cycle {cycle}: the open and checks after the power cut did not finish in {} s (a hang)",
+                VERIFY_TIMEOUT.as_secs()
+            ));
+            None
+        }
+    }
+}
+
 fn spawn_child(
     exe: &Path,
     cfg: &Config,
@@ -555,7 +602,7 @@ pub fn run_parent(exe: &Path, cfg: &Config, claim_durable: bool) -> Result<Repor
         let parsed = parse_log(&bytes);
         first_seq = parsed.ops.last().map_or(first_seq, |o| o.seq + 1);
         report.cycles += 1;
-        match verify(cfg, &base, &parsed, cycle, &mut report) {
+        match verify_in_time(cfg, &base, parsed, cycle, &mut report) {
             Some(next) => base = next,
             // The image cannot be opened: later cycles would only repeat it.
             None => break,

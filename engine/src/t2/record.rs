@@ -32,8 +32,9 @@ pub enum Kind {
     PackedPuts = 5,
     /// Space that holds no data, declared so that recovery can tell it
     /// from acknowledged records that were zeroed: the end of a segment a
-    /// record did not fit, and a hole left by a write in flight at a crash
-    /// (recovery pads it). Its body is not checksummed and is never read.
+    /// record did not fit (and, in logs recovered by builds before
+    /// point-in-time recovery, a hole left by a write in flight). Its body
+    /// is not checksummed and is never read.
     Pad = 6,
 }
 

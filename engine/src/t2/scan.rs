@@ -109,7 +109,7 @@ pub struct ScanReport {
     /// Where the log was ended past `LOGEND`: (segment, offset, bytes
     /// cleared, why).
     pub truncated: Option<(u32, usize, usize, Ended)>,
-    /// Segments removed because they held nothing after a torn tail.
+    /// Segments after the end of the recovered log, to be removed.
     pub removed_segments: Vec<u32>,
     /// LSN just past the last valid record.
     pub end: u64,

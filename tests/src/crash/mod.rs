@@ -344,6 +344,20 @@ fn spawn_child(
     cmd.spawn()
 }
 
+/// The violation of a child that ended before it was killed, with what it
+/// wrote to stderr.
+fn exited_by_itself(cycle: usize, child: &mut Child, status: std::process::ExitStatus) -> String {
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    format!(
+        "cycle {cycle}: child exited by itself ({status}): {}",
+        err.trim()
+    )
+}
+
 fn sigkill(child: &mut Child) {
     // SAFETY: plain libc call on a pid this process spawned and has not yet
     // reaped, so the pid cannot have been reused.
@@ -406,15 +420,9 @@ pub fn run_parent(exe: &Path, cfg: &Config) -> Result<Report, String> {
                 report.cycles += 1;
                 continue;
             }
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                use std::io::Read;
-                let _ = e.read_to_string(&mut err);
-            }
-            report.violations.push(format!(
-                "cycle {cycle}: child exited by itself ({status}): {}",
-                err.trim()
-            ));
+            report
+                .violations
+                .push(exited_by_itself(cycle, &mut child, status));
             report.cycles += 1;
             continue;
         }

@@ -586,14 +586,9 @@ pub fn run_parent(exe: &Path, cfg: &Config, claim_durable: bool) -> Result<Repor
         let status = status?;
         image.reboot()?;
         if let Some(status) = status {
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                let _ = e.read_to_string(&mut err);
-            }
-            report.violations.push(format!(
-                "cycle {cycle}: writer exited by itself ({status}): {}",
-                err.trim()
-            ));
+            report
+                .violations
+                .push(super::exited_by_itself(cycle, &mut child, status));
         }
         let mut bytes = Vec::new();
         File::open(&log_path)

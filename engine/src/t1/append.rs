@@ -1,14 +1,13 @@
-//! The append region: a concurrent skip list of keys to seqlocked entry slots, plus the
-//! writer registration (in-flight key-hash slots) that lets maintenance freeze it.
+//! The append region: an insert-only skip list of keys to seqlocked entry slots
+//! (`skiplist.rs`), plus the writer registration (in-flight key-hash slots) that lets
+//! maintenance freeze it.
 
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use crossbeam_skiplist::SkipMap;
-
 use super::entry::Rec;
+use super::skiplist::{Entry, SkipList, Splice};
 
-/// One entry, updated in place under a seqlock so a replaced key never disappears from
-/// the skip list (crossbeam's replacing insert unlinks the old node first).
+/// One entry, updated in place under a seqlock, so the skip list only ever gains keys.
 ///
 /// It also keeps the version it replaced (`p*`, read under the same seqlock): a
 /// reader at a seq below the current version's reads that one (see `versions.rs`).
@@ -160,7 +159,7 @@ impl Slot {
 /// A skip list that takes writes until it is sealed. After sealing and draining it is
 /// immutable and serves as a shard's frozen region until the merge publishes.
 pub(crate) struct AppendMap {
-    pub map: SkipMap<Box<[u8]>, Slot>,
+    pub map: SkipList,
     sealed: AtomicBool,
     drained: AtomicBool,
     /// Key hashes (| 1) of registered writers, 0 = free. All slots free (and no
@@ -191,7 +190,7 @@ pub(crate) enum MapInsert {
 impl AppendMap {
     pub fn new() -> AppendMap {
         AppendMap {
-            map: SkipMap::new(),
+            map: SkipList::new(),
             sealed: AtomicBool::new(false),
             drained: AtomicBool::new(false),
             inflight: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -342,54 +341,46 @@ impl AppendMap {
         decide: impl FnOnce(Rec) -> Option<Rec>,
         displaced: impl FnOnce(Rec, u64),
     ) -> MapInsert {
-        if let Some(e) = self.map.get(key) {
-            let (old, replaced) = e.value().update_keeping(decide, displaced);
-            return MapInsert::Existing(old, replaced);
+        let mut sp = SkipList::splice();
+        match self.map.seek(key, &mut sp) {
+            Some(e) => {
+                let (old, replaced) = e.value().update_keeping(decide, displaced);
+                MapInsert::Existing(old, replaced)
+            }
+            None => self.insert_at(key, rec, &mut sp, decide, displaced),
         }
-        self.insert_new(key, rec, decide, displaced)
     }
 
-    /// Like [`AppendMap::upsert`] for a key the caller just found absent: skips the
-    /// lookup and goes straight to the insert (one skip-list search instead of two).
-    pub fn insert_new(
+    /// The entry for `key`, leaving in `sp` where it would go.
+    #[inline]
+    pub fn seek(&self, key: &[u8], sp: &mut Splice) -> Option<Entry<'_>> {
+        self.map.seek(key, sp)
+    }
+
+    /// Like [`AppendMap::upsert`] for a key that a [`AppendMap::seek`] just found
+    /// absent: links it at the seek's splice, with no second search unless another
+    /// writer linked a neighbour meanwhile.
+    pub fn insert_at(
         &self,
         key: &[u8],
         rec: Rec,
+        sp: &mut Splice,
         decide: impl FnOnce(Rec) -> Option<Rec>,
         displaced: impl FnOnce(Rec, u64),
     ) -> MapInsert {
-        let existed = std::cell::Cell::new(false);
-        let e = self.map.compare_insert(key.into(), Slot::new(rec), |_| {
-            existed.set(true);
-            false
-        });
-        // Keys are never removed from an append map, so once the comparison ran the key
-        // was present for good and our slot was dropped.
-        if existed.get() {
-            let (old, replaced) = e.value().update_keeping(decide, displaced);
-            MapInsert::Existing(old, replaced)
-        } else {
-            MapInsert::Inserted
+        match self.map.insert(key, rec, sp) {
+            (_, true) => MapInsert::Inserted,
+            // Keys are never removed from an append map: the one found is there for good.
+            (e, false) => {
+                let (old, replaced) = e.value().update_keeping(decide, displaced);
+                MapInsert::Existing(old, replaced)
+            }
         }
     }
 
-    /// Approximate heap use: skip-list node, tower and key allocation per entry.
+    /// Heap use: the arena holds every node, tower and key.
     pub fn heap_bytes(&self) -> usize {
-        // Node header + slot + average tower (~2 levels) + Box<[u8]> allocation header.
-        const PER_NODE: usize = 32 + std::mem::size_of::<Slot>() + 16 + 16;
-        let mut keys = 0usize;
-        if self.len() < 4096 {
-            keys = self.map.iter().map(|e| e.key().len()).sum();
-        } else {
-            // Sample to keep stats() cheap on big maps.
-            let mut n = 0usize;
-            for e in self.map.iter().take(256) {
-                keys += e.key().len();
-                n += 1;
-            }
-            keys = keys / n.max(1) * self.len();
-        }
-        self.len() * PER_NODE + keys
+        self.map.arena_bytes()
     }
 }
 

@@ -54,14 +54,9 @@ pub struct Cursor<'a> {
     scratch: Vec<u8>,
 }
 
-fn set_head(
-    h: &mut MapHead,
-    e: Option<crossbeam_skiplist::map::Entry<'_, Box<[u8]>, super::append::Slot>>,
-    lo: &[u8],
-    hi: Option<&[u8]>,
-) {
+fn set_head(h: &mut MapHead, e: Option<super::skiplist::Entry<'_>>, lo: &[u8], hi: Option<&[u8]>) {
     match e {
-        Some(e) if **e.key() >= *lo && hi.is_none_or(|h| **e.key() < *h) => {
+        Some(e) if e.key() >= lo && hi.is_none_or(|h| e.key() < h) => {
             h.key.clear();
             h.key.extend_from_slice(e.key());
             (h.rec, h.prev) = e.value().read2();

@@ -45,13 +45,13 @@ pub(crate) fn merge(
     );
     let (mut fn_, mut fb) = (0usize, 0usize);
     if let Some(f) = frozen {
-        for e in f.map.range::<[u8], _>(range) {
+        for e in f.map.range(range) {
             fn_ += 1;
             fb += e.key().len();
         }
     }
     let mut b = SortedBuilder::new(fn_ + (shi - slo), fb + sorted.arena_bytes_in(slo, shi));
-    let mut fit = frozen.map(|f| f.map.range::<[u8], _>(range));
+    let mut fit = frozen.map(|f| f.map.range(range));
     let mut fcur = fit.as_mut().and_then(|it| it.next());
     let mut i = slo;
     loop {

@@ -39,8 +39,8 @@
 //!   own key (hash) in the frozen map, i.e. for one skip-list insert.
 //! - **Reclamation**: states, regions and directories are reference counted (`Arc`,
 //!   with `arc_swap`'s debt lists for loads); a region is freed when the last state or
-//!   cursor referencing it drops. Skip-list nodes are reclaimed by crossbeam-epoch when
-//!   their map drops. Nothing is freed while a reader can reach it.
+//!   cursor referencing it drops. An append map's nodes live in its arena and are
+//!   freed with it, when its map drops. Nothing is freed while a reader can reach it.
 //!
 //! # Tombstones
 //! A reorganize drops tombstones with `seq <=` the tombstone horizon (the sorted region
@@ -71,6 +71,7 @@ mod entry;
 mod maint;
 mod mem;
 mod shard;
+mod skiplist;
 mod sorted;
 #[cfg(test)]
 mod tests;

@@ -177,14 +177,15 @@ impl ShardState {
         // A slot's previous version, pushed out by this write, goes to the
         // store if a reader may still need it.
         let displaced = |old: Rec, succ: u64| vs.spill(key, old, succ);
-        if !self.active.is_empty() {
-            if let Some(e) = self.active.map.get(key) {
-                // An active entry supersedes every region below it.
-                return match e.value().update_keeping(decide, displaced) {
-                    (old, true) => Upsert::Replaced(old.decode()),
-                    (_, false) => Upsert::Stale,
-                };
-            }
+        // One search of the active map: if the key is absent it leaves the splice
+        // where the insert links it.
+        let mut sp = super::skiplist::SkipList::splice();
+        if let Some(e) = self.active.seek(key, &mut sp) {
+            // An active entry supersedes every region below it.
+            return match e.value().update_keeping(decide, displaced) {
+                (old, true) => Upsert::Replaced(old.decode()),
+                (_, false) => Upsert::Stale,
+            };
         }
         let lower = self.get_lower(key, fp);
         if let Some(l) = lower {
@@ -192,7 +193,7 @@ impl ShardState {
                 return Upsert::Stale;
             }
         }
-        match self.active.insert_new(key, new, decide, displaced) {
+        match self.active.insert_at(key, new, &mut sp, decide, displaced) {
             MapInsert::Inserted => match lower {
                 Some(l) => Upsert::Replaced(l.decode()),
                 None => Upsert::Inserted,

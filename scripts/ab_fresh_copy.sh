@@ -4,6 +4,7 @@
 # each run on its own copy (--use_existing_db=1), 4 threads, 3 s, rounds
 # interleaved (base, new, base, ...), medians of ops/sec.
 # Usage: scripts/ab_fresh_copy.sh BASE_BIN NEW_BIN ROUNDS BENCH VALUE_SIZE [DIR]
+# AB_FLAGS adds db_bench flags to the measured runs (e.g. --seek_nexts=100).
 set -euo pipefail
 BASE=$1; NEW=$2; R=$3; B=$4; VS=$5; DIR=${6:-/tmp}
 L=$DIR/ab-loaded-$VS
@@ -15,7 +16,7 @@ for r in $(seq 1 "$R"); do
     bin=$BASE; [[ $v == new ]] && bin=$NEW
     rm -rf "$DIR/ab-run"; cp -a "$L" "$DIR/ab-run"
     "$bin" --db="$DIR/ab-run" --use_existing_db=1 --benchmarks="$B" --num=1000000 --key_size=16 \
-      --value_size="$VS" --threads=4 --duration=3 2>/dev/null |
+      --value_size="$VS" --threads=4 --duration=3 ${AB_FLAGS:-} 2>/dev/null |
       grep -E "^$B +:" | awk -v v=$v '{print v, $5}'
   done
 done | python3 -c "

@@ -344,11 +344,12 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// Forward step when only the sorted region has a head: one index increment.
+    /// Forward step when the next key is the sorted region's and no other region
+    /// holds it: one index increment (and a key compare per map head still ahead).
     /// Returns false when the general path must run.
     #[inline]
     fn step_sorted_only(&mut self) -> bool {
-        if self.act.valid || self.frz.valid || self.cur != Src::Sorted {
+        if self.cur != Src::Sorted {
             return false;
         }
         let (Some(st), Some(i)) = (self.st.as_deref(), self.srt) else {
@@ -356,6 +357,16 @@ impl<'a> Cursor<'a> {
         };
         let j = i + 1;
         if j < st.sorted_hi {
+            // A map head past the next sorted key (an insert far ahead of the scan)
+            // leaves that key to the sorted region alone: the map heads are the
+            // smallest keys of their regions after the current one.
+            if self.act.valid || self.frz.valid {
+                let next = st.sorted.key(j);
+                let ahead = |h: &MapHead| !h.valid || h.key.as_slice() > next;
+                if !ahead(&self.act) || !ahead(&self.frz) {
+                    return false;
+                }
+            }
             let r = st.sorted.rec(j);
             // The only version of its key here; below `at` it is the answer.
             if !r.is_tombstone() && self.at.is_none_or(|at| r.seq < at) {

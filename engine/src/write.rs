@@ -207,7 +207,7 @@ impl Inner {
             return Err(e);
         }
         self.throttle.pay(parts.iter().map(|p| p.len()).sum());
-        let (seq, end) = {
+        let (seq, end, seg) = {
             let (_one, _many, _shared, _excl);
             match keys {
                 Keys::One(k) => {
@@ -263,9 +263,14 @@ impl Inner {
                 &adjust,
             )
             .map_err(|e| Error::InvalidArgument(format!("write batch: {e}")))?;
-            (a.lsn, a.end_lsn)
+            (a.lsn, a.end_lsn, a.seg)
         };
         self.visible_after(seq);
+        let len = (end - seq) as usize;
+        if len < crate::t2::segment::PWRITE_MIN_RECORD {
+            // Outside the window other writers wait on (design.md §2).
+            seg.populate_ahead(end as u32 as usize);
+        }
         Counters::add(&self.counters.writes, 1);
         if wo.sync {
             self.log.sync_to(end)?;

@@ -422,7 +422,10 @@ impl SkipList {
                 (sp.prev[l], sp.next[l]) = self.walk(p, l, key, false, ptr::null_mut());
             }
         }
-        self.height.fetch_max(h, Ordering::Relaxed);
+        // Rarely taller than the list: a load, not a write to the shared line.
+        if h > self.height.load(Ordering::Relaxed) {
+            self.height.fetch_max(h, Ordering::Relaxed);
+        }
         self.len.fetch_add(1, Ordering::Relaxed);
         (Entry { node: n }, true)
     }

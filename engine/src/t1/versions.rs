@@ -171,7 +171,11 @@ impl Versions {
                 v = v.min(b - 1);
             }
         }
-        self.visible.fetch_max(v, Ordering::SeqCst);
+        // The read-modify-write only when it moves the watermark: a writer
+        // ending behind an earlier one's registration leaves it unchanged.
+        if v > self.visible.load(Ordering::SeqCst) {
+            self.visible.fetch_max(v, Ordering::SeqCst);
+        }
     }
 
     /// Waits until every write registered before this call is visible (not

@@ -111,6 +111,11 @@ impl Unlogged {
                         r.dir.push(k, lsn(seg.id, at as u32), none, crc, v.len());
                     }
                     drop(cur);
+                    if at - start < crate::t2::segment::PWRITE_MIN_RECORD * puts.len() {
+                        // Stored through the mapping: fault the next pages in
+                        // now, outside the region's lock (design.md §2).
+                        seg.populate_ahead(at);
+                    }
                     let adjust = |id: u32, d: i64| {
                         if id == seg.id {
                             seg.live.fetch_add(d, Ordering::Relaxed);

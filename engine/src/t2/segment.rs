@@ -24,10 +24,14 @@ use crate::t2::record::{Header, HEADER_LEN};
 
 /// Records of at least this many bytes (header included) are written with
 /// `pwrite`, smaller ones through the mapping (see
-/// `Segment::write_record`). Measured with db_bench `fillseq` and
-/// `fillrandom`, 16-byte keys: through the mapping was 7-10% faster at
-/// 100-byte values, even at 200, and 25% slower at 400.
-pub const PWRITE_MIN_RECORD: usize = 256;
+/// `Segment::write_record`). With writers faulting their pages in inside
+/// the window other writers wait on, through the mapping was 25% slower at
+/// 400-byte values than `pwrite` (the threshold was 256); with the pages
+/// faulted in ahead, outside it (`Segment::populate_ahead`), it is faster
+/// up to several KiB: 1 KB `insert` 1.30x, 512-byte `fillseq` 1.2x,
+/// `disable_wal` `fillseq` 1.29x (docs/performance.md). Larger records
+/// would fault their own pages in; `pwrite` copies them without that.
+pub const PWRITE_MIN_RECORD: usize = 8 << 10;
 
 /// How far past a record stored through the mapping its segment's pages are
 /// faulted in ahead ([`Segment::populate_ahead`]).
@@ -329,12 +333,12 @@ impl Segment {
     /// Records of [`PWRITE_MIN_RECORD`] bytes or more go through the file
     /// (two `pwrite`s: everything after the commit word, then the commit
     /// word), smaller ones through the mapping. Pages written through a
-    /// shared mapping are write-protected again at every writeback, one
-    /// TLB-shootdown IPI per 4 KiB page (21% of all CPU samples in a
-    /// `fillseq` of 512-byte values), and each new page is first faulted in
-    /// and zeroed; pages only ever written with `pwrite` stay mapped
-    /// read-only, so writeback has nothing to write-protect. Two syscalls
-    /// cost more than that for small records, where a page holds dozens.
+    /// shared mapping are write-protected again at every writeback (a
+    /// TLB-shootdown IPI per 4 KiB page) and must be faulted in writable
+    /// first; the writers do that ahead of themselves
+    /// ([`Self::populate_ahead`]), and the IPIs cost less than a syscall per
+    /// record, whose ext4 inode lock queues every writer on the one active
+    /// file. Pages only ever written with `pwrite` stay mapped read-only.
     /// Readers see the bytes through the mapping either way (one page
     /// cache).
     ///
@@ -350,6 +354,9 @@ impl Segment {
         if !off.is_multiple_of(8) || off + HEADER_LEN + body_len > self.size {
             return Ok(false);
         }
+        // Either path may fail in tests (a store through the mapping would
+        // fail with SIGBUS, not an error, but the caller's handling is the same).
+        crate::failpoint::io_error("segment.write").map_err(|e| self.write_error(off, e))?;
         if HEADER_LEN + body_len >= PWRITE_MIN_RECORD {
             self.pwrite_record(off, HEADER_LEN + body_len, header, parts)?;
         } else {
@@ -379,7 +386,6 @@ impl Segment {
         // Where the first call starts: with the commit word, or after it.
         let from = if one_page { 0 } else { 8 };
         let io = |e| self.write_error(off, e);
-        crate::failpoint::io_error("segment.write").map_err(io)?;
         self.pwrite_parts(off + from, hdr.get(from..).unwrap_or_default(), parts)
             .map_err(io)?;
         if one_page {
@@ -414,12 +420,12 @@ impl Segment {
         if off.checked_add(len).is_none_or(|end| end > self.size) {
             return Ok(false);
         }
+        let io = |e| self.write_error(off, e);
+        crate::failpoint::io_error("segment.write").map_err(io)?;
         if len < PWRITE_MIN_RECORD {
             self.store_parts(off, parts);
             return Ok(true);
         }
-        let io = |e| self.write_error(off, e);
-        crate::failpoint::io_error("segment.write").map_err(io)?;
         self.pwrite_parts(off, &[], parts).map_err(io)?;
         Ok(true)
     }

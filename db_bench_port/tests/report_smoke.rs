@@ -41,6 +41,11 @@ fn smoke_report_writes_all_files_with_a_winner_row_per_workload() {
         })
         .collect();
     assert!(failed.is_empty(), "failed runs:\n{}", failed.join("\n"));
+    // A rival that does not fit a scenario's cgroup is a finding the report
+    // lists; vmemkv not fitting is a regression.
+    for r in runs.iter().filter(|r| r["status"] == "out of memory") {
+        assert_ne!(r["is_vmemkv"], true, "vmemkv ran out of memory: {r}");
+    }
 
     // Seed 004's fill-then-read section: every engine's round measured its
     // fill, its open and its reads.

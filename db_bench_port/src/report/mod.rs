@@ -65,7 +65,8 @@ pub struct Run {
     pub threads: usize,
     /// Repeat index.
     pub rep: usize,
-    /// `ok`, `failed` or `not run`.
+    /// `ok`, `failed`, `out of memory` (its cgroup's OOM killer ended it),
+    /// `not supported` or `not run`.
     pub status: String,
     /// Throughput.
     pub ops_per_sec: Option<f64>,
@@ -711,11 +712,32 @@ fn run_cell(
             run.operations = Some(r.operations);
         }
         (err, _) => {
-            run.status = "failed".into();
-            run.note = Some(err.clone().unwrap_or_else(|| "no result line".into()));
+            let err = err.clone().unwrap_or_else(|| "no result line".into());
+            let (status, note) = failure_status(&err, out.oom_kills, sc.mem_limit);
+            run.status = status.into();
+            run.note = Some(note);
         }
     }
 }
+
+/// What a run that gave no result is: an engine that the scenario's memory
+/// cgroup killed did not fit the scenario, which is a finding about that
+/// engine (the report lists it), not a fault of the harness.
+fn failure_status(err: &str, oom_kills: u64, mem_limit: Option<u64>) -> (&'static str, String) {
+    match mem_limit {
+        Some(limit) if oom_kills > 0 => (
+            OUT_OF_MEMORY,
+            format!(
+                "killed by its {} MiB memory cgroup's OOM killer ({oom_kills} kill(s)): {err}",
+                limit >> 20
+            ),
+        ),
+        _ => ("failed", err.to_string()),
+    }
+}
+
+/// The status of a run that its scenario's memory cgroup killed.
+pub const OUT_OF_MEMORY: &str = "out of memory";
 
 fn write_outputs(cfg: &Config, results: &Results) -> Result<(), String> {
     let json = serde_json::to_string_pretty(results).map_err(|e| e.to_string())?;
@@ -742,4 +764,22 @@ pub fn rerender(dir: &Path) -> Result<(), String> {
     let results: Results =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?;
     write_reports(dir, &results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cgroup_kill_is_out_of_memory_and_any_other_end_a_failure() {
+        let (status, note) = failure_status("exit None", 1, Some(256 << 20));
+        assert_eq!(status, OUT_OF_MEMORY);
+        assert!(
+            note.contains("256 MiB") && note.contains("exit None"),
+            "{note}"
+        );
+        // Without a cgroup, or with no kill counted, nothing says it was memory.
+        assert_eq!(failure_status("exit None", 0, Some(256 << 20)).0, "failed");
+        assert_eq!(failure_status("exit None", 3, None).0, "failed");
+    }
 }

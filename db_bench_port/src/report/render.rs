@@ -252,14 +252,19 @@ fn all_medians_md(results: &Results) -> String {
             .map_or("-".to_string(), |b| format!("{} MiB", b >> 20));
         let _ = writeln!(s, "| {sc} | {w} | {t} | {v} | {} | {peak} |", fmt_ops(*x));
     }
-    let failed: Vec<&Run> = results
-        .runs
-        .iter()
-        .filter(|r| r.status == "failed")
-        .collect();
-    if !failed.is_empty() {
-        let _ = writeln!(s, "\n### Failed runs\n");
-        for r in failed {
+    for (status, title) in [
+        ("failed", "Failed runs"),
+        (
+            super::OUT_OF_MEMORY,
+            "Runs their scenario's memory cgroup killed",
+        ),
+    ] {
+        let runs: Vec<&Run> = results.runs.iter().filter(|r| r.status == status).collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "\n### {title}\n");
+        for r in runs {
             let _ = writeln!(
                 s,
                 "* {} / {} / {}t / {}: {}",

@@ -341,14 +341,13 @@ impl AppendMap {
         decide: impl FnOnce(Rec) -> Option<Rec>,
         displaced: impl FnOnce(Rec, u64),
     ) -> MapInsert {
-        let mut sp = SkipList::splice();
-        match self.map.seek(key, &mut sp) {
+        SkipList::with_hint(|sp| match self.map.seek(key, sp) {
             Some(e) => {
                 let (old, replaced) = e.value().update_keeping(decide, displaced);
                 MapInsert::Existing(old, replaced)
             }
-            None => self.insert_at(key, rec, &mut sp, decide, displaced),
-        }
+            None => self.insert_at(key, rec, sp, decide, displaced),
+        })
     }
 
     /// The entry for `key`, leaving in `sp` where it would go.

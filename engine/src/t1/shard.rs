@@ -177,30 +177,32 @@ impl ShardState {
         // A slot's previous version, pushed out by this write, goes to the
         // store if a reader may still need it.
         let displaced = |old: Rec, succ: u64| vs.spill(key, old, succ);
-        // One search of the active map: if the key is absent it leaves the splice
-        // where the insert links it.
-        let mut sp = super::skiplist::SkipList::splice();
-        if let Some(e) = self.active.seek(key, &mut sp) {
-            // An active entry supersedes every region below it.
-            return match e.value().update_keeping(decide, displaced) {
-                (old, true) => Upsert::Replaced(old.decode()),
-                (_, false) => Upsert::Stale,
-            };
-        }
-        let lower = self.get_lower(key, fp);
-        if let Some(l) = lower {
-            if l.seq > entry.seq {
-                return Upsert::Stale;
+        // One search of the active map, starting where this thread's last one
+        // ended: if the key is absent it leaves the splice where the insert
+        // links it.
+        super::skiplist::SkipList::with_hint(|sp| {
+            if let Some(e) = self.active.seek(key, sp) {
+                // An active entry supersedes every region below it.
+                return match e.value().update_keeping(decide, displaced) {
+                    (old, true) => Upsert::Replaced(old.decode()),
+                    (_, false) => Upsert::Stale,
+                };
             }
-        }
-        match self.active.insert_at(key, new, &mut sp, decide, displaced) {
-            MapInsert::Inserted => match lower {
-                Some(l) => Upsert::Replaced(l.decode()),
-                None => Upsert::Inserted,
-            },
-            MapInsert::Existing(old, true) => Upsert::Replaced(old.decode()),
-            MapInsert::Existing(_, false) => Upsert::Stale,
-        }
+            let lower = self.get_lower(key, fp);
+            if let Some(l) = lower {
+                if l.seq > entry.seq {
+                    return Upsert::Stale;
+                }
+            }
+            match self.active.insert_at(key, new, sp, decide, displaced) {
+                MapInsert::Inserted => match lower {
+                    Some(l) => Upsert::Replaced(l.decode()),
+                    None => Upsert::Inserted,
+                },
+                MapInsert::Existing(old, true) => Upsert::Replaced(old.decode()),
+                MapInsert::Existing(_, false) => Upsert::Stale,
+            }
+        })
     }
 
     /// Swaps the locator of the entry for `key` if it is still (`seq`, `old`).

@@ -745,7 +745,7 @@ mod tests {
             let kb = (x % 100_000).to_be_bytes();
             for (k, sp) in [(ka, &mut a), (kb, &mut b)] {
                 let found = l.seek(&k, sp).map(|e| e.key().to_vec());
-                assert_eq!(found.is_some(), model.contains(&k.to_vec()), "{i}");
+                assert_eq!(found.is_some(), model.contains(k.as_slice()), "{i}");
                 if found.is_none() {
                     assert!(l.insert(&k, rec(i), sp).1);
                     model.insert(k.to_vec());

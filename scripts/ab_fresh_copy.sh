@@ -14,7 +14,7 @@ fi
 for r in $(seq 1 "$R"); do
   for v in base new; do
     bin=$BASE; [[ $v == new ]] && bin=$NEW
-    rm -rf "$DIR/ab-run"; cp -a "$L" "$DIR/ab-run"
+    rm -rf "$DIR/ab-run"; cp -a "$L" "$DIR/ab-run"; sync
     "$bin" --db="$DIR/ab-run" --use_existing_db=1 --benchmarks="$B" --num=1000000 --key_size=16 \
       --value_size="$VS" --threads=4 --duration=3 ${AB_FLAGS:-} 2>/dev/null |
       grep -E "^$B +:" | awk -v v=$v '{print v, $5}'

@@ -19,11 +19,12 @@ use std::cell::RefCell;
 use std::cmp::Ordering as Cmp;
 use std::ops::Bound;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
 use super::append::Slot;
+use super::bloom::hash_key;
 use super::entry::Rec;
 
 /// Tallest tower. With a branching factor of 4 this indexes 4^12 keys with
@@ -215,6 +216,74 @@ impl Drop for Arena {
     }
 }
 
+/// Entries from which a list keeps a [`HashIndex`]: below, its search is a
+/// few cached levels and a table would cost more memory than it saves time.
+const INDEX_FROM: usize = 4096;
+/// Slots a lookup or an add probes before it gives up.
+const INDEX_PROBES: usize = 8;
+/// Node addresses fit in the low 48 bits of a slot; the high 16 hold a tag of
+/// the key's hash, so a probe reads a node only on a likely match.
+const ADDR_BITS: u32 = 48;
+const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
+
+/// A hash table from keys to the nodes that hold them, for an upsert of a
+/// key the map already holds (a hot key: one slot and one node read, not a
+/// search down every level). It is a cache, not the truth: a key may be
+/// missing (added before the table, or its probes were full), and a miss
+/// falls back to the search, which adds what it finds. Nodes are never
+/// freed before the list, so a slot never goes stale.
+struct HashIndex {
+    slots: Box<[AtomicU64]>,
+    mask: usize,
+}
+
+impl HashIndex {
+    fn new(cap: usize) -> HashIndex {
+        let cap = cap.next_power_of_two();
+        HashIndex {
+            slots: (0..cap).map(|_| AtomicU64::new(0)).collect(),
+            mask: cap - 1,
+        }
+    }
+
+    fn find(&self, key: &[u8], h: u64) -> *mut Node {
+        let tag = h >> ADDR_BITS;
+        let mut i = h as usize & self.mask;
+        for _ in 0..INDEX_PROBES {
+            let v = self.slots[i].load(Ordering::Acquire);
+            if v == 0 {
+                break;
+            }
+            if v >> ADDR_BITS == tag {
+                let n = (v & ADDR_MASK) as *mut Node;
+                // SAFETY: slots hold only published nodes of the list that owns
+                // this table, valid while it is.
+                if unsafe { (*n).key() } == key {
+                    return n;
+                }
+            }
+            i = (i + 1) & self.mask;
+        }
+        ptr::null_mut()
+    }
+
+    fn add(&self, h: u64, n: *mut Node) {
+        let addr = n as u64;
+        if addr & !ADDR_MASK != 0 {
+            return;
+        }
+        let v = (h >> ADDR_BITS) << ADDR_BITS | addr;
+        let mut i = h as usize & self.mask;
+        for _ in 0..INDEX_PROBES {
+            match self.slots[i].compare_exchange(0, v, Ordering::Release, Ordering::Acquire) {
+                Ok(_) => return,
+                Err(cur) if cur == v => return,
+                Err(_) => i = (i + 1) & self.mask,
+            }
+        }
+    }
+}
+
 /// A tower height: 1 plus one per pair of trailing zero bits of a random word,
 /// so each level holds a quarter of the one below.
 fn random_height() -> usize {
@@ -305,6 +374,14 @@ pub(crate) struct SkipList {
     height: AtomicUsize,
     len: AtomicUsize,
     arena: Arena,
+    /// The current [`HashIndex`], null until the list holds [`INDEX_FROM`]
+    /// entries; replaced by a larger one when `len` reaches `index_at`.
+    /// Every table lives in `indexes` until the list drops.
+    index: AtomicPtr<HashIndex>,
+    index_at: AtomicUsize,
+    // Boxed: `index` points at a table, which must not move when the vector grows.
+    #[allow(clippy::vec_box)]
+    indexes: Mutex<Vec<Box<HashIndex>>>,
 }
 
 impl SkipList {
@@ -315,6 +392,9 @@ impl SkipList {
             height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
             arena: Arena::new(),
+            index: AtomicPtr::new(ptr::null_mut()),
+            index_at: AtomicUsize::new(INDEX_FROM),
+            indexes: Mutex::new(Vec::new()),
         }
     }
 
@@ -328,9 +408,15 @@ impl SkipList {
         self.head[0].load(Ordering::Acquire).is_null()
     }
 
-    /// Bytes held by the arena.
+    /// Bytes held by the arena and the hash indexes.
     pub fn arena_bytes(&self) -> usize {
-        self.arena.bytes.load(Ordering::Relaxed)
+        let index: usize = self
+            .indexes
+            .lock()
+            .iter()
+            .map(|ix| ix.slots.len() * 8)
+            .sum();
+        self.arena.bytes.load(Ordering::Relaxed) + index
     }
 
     /// The link after `n` at `level`; `n` null is the head.
@@ -376,13 +462,30 @@ impl SkipList {
     /// brackets `key`.
     #[inline]
     pub fn seek<'a>(&'a self, key: &[u8], sp: &mut Splice) -> Option<Entry<'a>> {
-        let stop = match self.seek_hinted(key, sp) {
-            Some(stop) => stop,
-            None => self.seek_from_top(key, sp),
+        let (stop, learn) = match self.seek_hinted(key, sp) {
+            Some(stop) => (stop, None),
+            None => {
+                // SAFETY: an index pointer is one of `indexes`, alive while the list is.
+                let index = unsafe { self.index.load(Ordering::Acquire).as_ref() };
+                let h = index.map(|ix| (ix, hash_key(key)));
+                if let Some((ix, h)) = h {
+                    // SAFETY: a published node pointer is valid while the list is.
+                    if let Some(node) = unsafe { ix.find(key, h).as_ref() } {
+                        return Some(Entry { node });
+                    }
+                }
+                (self.seek_from_top(key, sp), h)
+            }
         };
         // SAFETY: a published node pointer is valid while the list is.
         let n = unsafe { stop.as_ref() }?;
-        (n.key() == key).then_some(Entry { node: n })
+        if n.key() != key {
+            return None;
+        }
+        if let Some((ix, h)) = learn {
+            ix.add(h, stop);
+        }
+        Some(Entry { node: n })
     }
 
     fn seek_from_top(&self, key: &[u8], sp: &mut Splice) -> *mut Node {
@@ -534,7 +637,23 @@ impl SkipList {
         if h > self.height.load(Ordering::Relaxed) {
             self.height.fetch_max(h, Ordering::Relaxed);
         }
-        self.len.fetch_add(1, Ordering::Relaxed);
+        let len = self.len.fetch_add(1, Ordering::Relaxed) + 1;
+        // SAFETY: an index pointer is one of `indexes`, alive while the list is.
+        if let Some(ix) = unsafe { self.index.load(Ordering::Acquire).as_ref() } {
+            ix.add(hash_key(key), node);
+        }
+        // `len` values are unique, so one writer grows the index.
+        if len == self.index_at.load(Ordering::Relaxed) {
+            // A new table starts empty and relearns the hot keys, so the first
+            // one is sized for a whole append region (64k entries by default)
+            // at half load; a region that outgrows it gets one 8x its size.
+            let cap = if len == INDEX_FROM { len * 32 } else { len * 8 };
+            let ix = Box::new(HashIndex::new(cap));
+            self.index_at.store(cap / 2, Ordering::Relaxed);
+            let p = &*ix as *const HashIndex as *mut HashIndex;
+            self.indexes.lock().push(ix);
+            self.index.store(p, Ordering::Release);
+        }
         (Entry { node: n }, true)
     }
 
@@ -759,6 +878,33 @@ mod tests {
         assert!(other.seek(&5u64.to_be_bytes(), &mut a).is_none());
         assert!(other.insert(&5u64.to_be_bytes(), rec(1), &mut a).1);
         assert_eq!(other.iter().count(), 1);
+    }
+
+    /// Keys linked before the hash index existed, keys learned by a search,
+    /// keys added on insert and absent keys: every seek answers as the list.
+    #[test]
+    fn the_hash_index_answers_as_the_search_does() {
+        let l = SkipList::new();
+        let key = |i: u64| (i * 7919 % 100_003).to_be_bytes();
+        let n = INDEX_FROM as u64 * 3;
+        for i in 0..n {
+            assert!(put(&l, &key(i), i));
+        }
+        assert!(
+            !l.index.load(Ordering::Acquire).is_null(),
+            "no index at {n} keys"
+        );
+        for round in 0..2 {
+            for i in 0..n {
+                let mut sp = SkipList::splice();
+                let e = l.seek(&key(i), &mut sp).expect("present");
+                assert_eq!((e.key(), e.value().read().seq), (&key(i)[..], i), "{round}");
+            }
+            for i in n..n + 1000 {
+                assert!(l.get(&key(i)).is_none());
+            }
+        }
+        assert!(l.arena_bytes() >= (INDEX_FROM * 32 * 8));
     }
 
     #[test]

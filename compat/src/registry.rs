@@ -53,14 +53,26 @@ impl EngineKind {
         }
     }
 
+    /// The cargo feature that builds the engine in (`""` for vmemkv, always in).
+    pub fn feature(self) -> &'static str {
+        match self {
+            EngineKind::Vmemkv => "",
+            EngineKind::RocksDb | EngineKind::BlobDb => "rocksdb",
+            EngineKind::Lmdb => "lmdb",
+            EngineKind::Fjall | EngineKind::FjallBlob => "fjall",
+            EngineKind::Sparkey => "sparkey",
+        }
+    }
+
     /// Whether this build includes the engine.
     pub fn is_compiled_in(self) -> bool {
-        match self {
-            EngineKind::Vmemkv => true,
-            EngineKind::RocksDb | EngineKind::BlobDb => cfg!(feature = "rocksdb"),
-            EngineKind::Lmdb => cfg!(feature = "lmdb"),
-            EngineKind::Fjall | EngineKind::FjallBlob => cfg!(feature = "fjall"),
-            EngineKind::Sparkey => cfg!(feature = "sparkey"),
+        match self.feature() {
+            "" => true,
+            "rocksdb" => cfg!(feature = "rocksdb"),
+            "lmdb" => cfg!(feature = "lmdb"),
+            "fjall" => cfg!(feature = "fjall"),
+            "sparkey" => cfg!(feature = "sparkey"),
+            _ => false,
         }
     }
 

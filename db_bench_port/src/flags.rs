@@ -473,13 +473,32 @@ fn help_line(out: &mut String, def: &FlagDef, desc: &str) {
     ));
 }
 
+/// Every engine `--engine` names, each not compiled into this binary marked
+/// with the cargo feature that adds it.
+fn engine_list() -> String {
+    use vmemkv_compat::EngineKind;
+    EngineKind::ALL
+        .iter()
+        .map(|&k| {
+            if k.is_compiled_in() {
+                k.as_str().to_string()
+            } else {
+                format!("{} (not built: --features {})", k.as_str(), k.feature())
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The `--help` text: the port's flags, then db_bench's flags grouped by
 /// how the port treats them.
 pub fn help_text() -> String {
-    let mut out = String::from(
-        "db_bench: RocksDB's db_bench command line, run against vmemkv, rocksdb, blobdb or lmdb.\n\
+    let mut out = format!(
+        "db_bench: RocksDB's db_bench command line, run against any engine of the trait.\n\
+         Engines (--engine): {}.\n\
          Usage: db_bench --benchmarks=fillseq,readrandom [--flag=value ...]\n\n\
          Flags from db_bench_port (not in RocksDB's db_bench):\n",
+        engine_list()
     );
     for def in PORT_FLAGS {
         let desc = PORT_HELP
@@ -610,6 +629,17 @@ impl Flags {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_names_every_engine_and_how_to_build_the_missing_ones() {
+        let h = help_text();
+        for k in vmemkv_compat::EngineKind::ALL {
+            assert!(h.contains(k.as_str()), "--help lacks {}", k.as_str());
+            if !k.is_compiled_in() {
+                assert!(h.contains(&format!("--features {}", k.feature())), "{h}");
+            }
+        }
+    }
 
     #[test]
     fn integer_forms() {

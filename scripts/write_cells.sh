@@ -38,7 +38,7 @@ for r in $(seq 1 "$R"); do
         for who in base new $RIVALS; do
             l=$(loaded "$who" "$vs")
             [[ -d $l.failed ]] && continue
-            rm -rf "$DIR/run"; cp -a "$l" "$DIR/run"
+            rm -rf "$DIR/run"; cp -a "$l" "$DIR/run"; sync
             ops=$("$(bin_of "$who")" --engine="$(engine_of "$who")" --db="$DIR/run" \
                 --use_existing_db=1 --benchmarks="$b" --num=1000000 --key_size=16 \
                 --value_size="$vs" --threads=4 --duration=3 2>/dev/null |

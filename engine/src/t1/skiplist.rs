@@ -228,10 +228,11 @@ const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
 
 /// A hash table from keys to the nodes that hold them, for an upsert of a
 /// key the map already holds (a hot key: one slot and one node read, not a
-/// search down every level). It is a cache, not the truth: a key may be
-/// missing (added before the table, or its probes were full), and a miss
-/// falls back to the search, which adds what it finds. Nodes are never
-/// freed before the list, so a slot never goes stale.
+/// search down every level; reads search, see [`SkipList::get`]). It is a
+/// cache, not the truth: a key is added when a search finds it (not when it
+/// is linked), it may be missing (found before the table, or its probes were
+/// full), and a miss falls back to the search. Nodes are never freed before the list, so a slot never
+/// goes stale.
 struct HashIndex {
     slots: Box<[AtomicU64]>,
     mask: usize,
@@ -282,6 +283,38 @@ impl HashIndex {
             }
         }
     }
+}
+
+thread_local! {
+    /// This thread's recent hash-index hits minus misses, in
+    /// `[-PROBE_SCORE_MAX, PROBE_SCORE_MAX]`, and a count of skipped probes.
+    static PROBES: std::cell::Cell<(i32, u32)> = const { std::cell::Cell::new((0, 0)) };
+}
+const PROBE_SCORE_MAX: i32 = 16;
+
+/// Whether to probe the hash index before searching: while this thread's
+/// probes mostly miss (it writes keys the region does not hold yet, as a
+/// random load does) a probe is a cache miss for nothing, so only one in 16
+/// is made, to notice when hits come back.
+fn probe_worthwhile() -> bool {
+    PROBES.with(|c| {
+        let (score, skipped) = c.get();
+        if score > -PROBE_SCORE_MAX / 2 || skipped >= 15 {
+            c.set((score, 0));
+            true
+        } else {
+            c.set((score, skipped + 1));
+            false
+        }
+    })
+}
+
+fn probe_outcome(hit: bool) {
+    PROBES.with(|c| {
+        let (score, skipped) = c.get();
+        let score = if hit { score + 1 } else { score - 1 };
+        c.set((score.clamp(-PROBE_SCORE_MAX, PROBE_SCORE_MAX), skipped));
+    })
 }
 
 /// A tower height: 1 plus one per pair of trailing zero bits of a random word,
@@ -468,9 +501,11 @@ impl SkipList {
                 // SAFETY: an index pointer is one of `indexes`, alive while the list is.
                 let index = unsafe { self.index.load(Ordering::Acquire).as_ref() };
                 let h = index.map(|ix| (ix, hash_key(key)));
-                if let Some((ix, h)) = h {
+                if let Some((ix, h)) = h.filter(|_| probe_worthwhile()) {
+                    let n = ix.find(key, h);
+                    probe_outcome(!n.is_null());
                     // SAFETY: a published node pointer is valid while the list is.
-                    if let Some(node) = unsafe { ix.find(key, h).as_ref() } {
+                    if let Some(node) = unsafe { n.as_ref() } {
                         return Some(Entry { node });
                     }
                 }
@@ -565,10 +600,15 @@ impl SkipList {
         })
     }
 
-    /// The entry for `key`.
+    /// The entry for `key`, by a search alone: most reads ask for keys the
+    /// region lacks, which the hash index cannot rule out (it is a cache), so
+    /// a probe would add a miss to their search.
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<Entry<'_>> {
-        self.seek(key, &mut Self::splice())
+        let stop = self.seek_from_top(key, &mut Self::splice());
+        // SAFETY: a published node pointer is valid while the list is.
+        let n = unsafe { stop.as_ref() }?;
+        (n.key() == key).then_some(Entry { node: n })
     }
 
     /// Links a node for `key` holding `rec` at `sp`, left by a [`SkipList::seek`]
@@ -637,11 +677,10 @@ impl SkipList {
         if h > self.height.load(Ordering::Relaxed) {
             self.height.fetch_max(h, Ordering::Relaxed);
         }
+        // A new key is not added to the hash index: a key written once (a
+        // load) would cost a miss on a random slot for nothing; a search that
+        // finds the key again adds it.
         let len = self.len.fetch_add(1, Ordering::Relaxed) + 1;
-        // SAFETY: an index pointer is one of `indexes`, alive while the list is.
-        if let Some(ix) = unsafe { self.index.load(Ordering::Acquire).as_ref() } {
-            ix.add(hash_key(key), node);
-        }
         // `len` values are unique, so one writer grows the index.
         if len == self.index_at.load(Ordering::Relaxed) {
             // A new table starts empty and relearns the hot keys, so the first

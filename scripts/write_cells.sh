@@ -9,11 +9,13 @@
 #
 # Usage: scripts/write_cells.sh BASE_BIN NEW_BIN [ROUNDS] [DIR]
 # CELLS="insert:8 delete:8 ..." and RIVALS="lmdb rocksdb ..." override the
-# defaults; RIVALS= (empty) compares the two binaries alone.
+# defaults; RIVALS= (empty) compares the two binaries alone; THREADS=1 runs
+# the cells at one thread (default 4).
 set -euo pipefail
 BASE=$1; NEW=$2; R=${3:-3}; DIR=${4:-/tmp/write-cells}
 CELLS=${CELLS:-"insert:8 update_zipf:8 delete:8 insert:1024 update_zipf:1024"}
 RIVALS=${RIVALS-"lmdb rocksdb blobdb fjall fjall-blob sparkey"}
+THREADS=${THREADS:-4}
 mkdir -p "$DIR"
 OUT=$DIR/runs.txt; : >"$OUT"
 
@@ -41,7 +43,7 @@ for r in $(seq 1 "$R"); do
             rm -rf "$DIR/run"; cp -a "$l" "$DIR/run"; sync
             ops=$("$(bin_of "$who")" --engine="$(engine_of "$who")" --db="$DIR/run" \
                 --use_existing_db=1 --benchmarks="$b" --num=1000000 --key_size=16 \
-                --value_size="$vs" --threads=4 --duration=3 2>/dev/null |
+                --value_size="$vs" --threads="$THREADS" --duration=3 2>/dev/null |
                 awk -v b="$b" '$1 == b && $2 == ":" {print $5}') || true
             [[ -n $ops ]] && echo "$cell $who $ops" >>"$OUT"
         done

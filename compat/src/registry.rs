@@ -66,13 +66,12 @@ impl EngineKind {
 
     /// Whether this build includes the engine.
     pub fn is_compiled_in(self) -> bool {
-        match self.feature() {
-            "" => true,
-            "rocksdb" => cfg!(feature = "rocksdb"),
-            "lmdb" => cfg!(feature = "lmdb"),
-            "fjall" => cfg!(feature = "fjall"),
-            "sparkey" => cfg!(feature = "sparkey"),
-            _ => false,
+        match self {
+            EngineKind::Vmemkv => true,
+            EngineKind::RocksDb | EngineKind::BlobDb => cfg!(feature = "rocksdb"),
+            EngineKind::Lmdb => cfg!(feature = "lmdb"),
+            EngineKind::Fjall | EngineKind::FjallBlob => cfg!(feature = "fjall"),
+            EngineKind::Sparkey => cfg!(feature = "sparkey"),
         }
     }
 

@@ -111,9 +111,13 @@ impl Unlogged {
                         r.dir.push(k, lsn(seg.id, at as u32), none, crc, v.len());
                     }
                     drop(cur);
-                    if at - start < crate::t2::segment::PWRITE_MIN_RECORD * puts.len() {
-                        // Stored through the mapping: fault the next pages in
-                        // now, outside the region's lock (design.md §2).
+                    let crc_len = crate::t2::value_crc::VALUE_CRC_LEN;
+                    if puts
+                        .iter()
+                        .any(|(_, v)| crate::t2::segment::through_mapping(crc_len + v.len()))
+                    {
+                        // Some stored through the mapping: fault the next pages
+                        // in now, outside the region's lock (design.md §2).
                         seg.populate_ahead(at);
                     }
                     let adjust = |id: u32, d: i64| {

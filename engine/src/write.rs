@@ -266,8 +266,7 @@ impl Inner {
             (a.lsn, a.end_lsn, a.seg)
         };
         self.visible_after(seq);
-        let len = (end - seq) as usize;
-        if len < crate::t2::segment::PWRITE_MIN_RECORD {
+        if crate::t2::segment::through_mapping((end - seq) as usize) {
             // Outside the window other writers wait on (design.md §2).
             seg.populate_ahead(end as u32 as usize);
         }

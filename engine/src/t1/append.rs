@@ -379,7 +379,7 @@ impl AppendMap {
 
     /// Heap use: the arena holds every node, tower and key.
     pub fn heap_bytes(&self) -> usize {
-        self.map.arena_bytes()
+        self.map.heap_bytes()
     }
 }
 

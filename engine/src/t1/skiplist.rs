@@ -231,8 +231,8 @@ const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
 /// search down every level; reads search, see [`SkipList::get`]). It is a
 /// cache, not the truth: a key is added when a search finds it (not when it
 /// is linked), it may be missing (found before the table, or its probes were
-/// full), and a miss falls back to the search. Nodes are never freed before the list, so a slot never
-/// goes stale.
+/// full), and a miss falls back to the search. Nodes are never freed before
+/// the list, so a slot never goes stale.
 struct HashIndex {
     slots: Box<[AtomicU64]>,
     mask: usize,
@@ -442,7 +442,7 @@ impl SkipList {
     }
 
     /// Bytes held by the arena and the hash indexes.
-    pub fn arena_bytes(&self) -> usize {
+    pub fn heap_bytes(&self) -> usize {
         let index: usize = self
             .indexes
             .lock()
@@ -512,15 +512,19 @@ impl SkipList {
                 (self.seek_from_top(key, sp), h)
             }
         };
-        // SAFETY: a published node pointer is valid while the list is.
-        let n = unsafe { stop.as_ref() }?;
-        if n.key() != key {
-            return None;
-        }
+        let e = self.entry_of(stop, key)?;
         if let Some((ix, h)) = learn {
             ix.add(h, stop);
         }
-        Some(Entry { node: n })
+        Some(e)
+    }
+
+    /// The entry at `stop`, where a search for `key` ended, if it holds `key`.
+    #[inline]
+    fn entry_of(&self, stop: *mut Node, key: &[u8]) -> Option<Entry<'_>> {
+        // SAFETY: a published node pointer is valid while the list is.
+        let node = unsafe { stop.as_ref() }?;
+        (node.key() == key).then_some(Entry { node })
     }
 
     fn seek_from_top(&self, key: &[u8], sp: &mut Splice) -> *mut Node {
@@ -563,20 +567,17 @@ impl SkipList {
         // A head predecessor is no hint: its level may have filled since.
         let level = (0..HINT_LEVELS).find(|&l| below(sp.prev[l]) && above(sp.next[l]))?;
         let mut x = sp.prev[level];
-        let mut stop = ptr::null_mut();
-        for _ in 0..HINT_STEPS {
+        // The first node at or past `key` (null: the end), if within reach.
+        let mut stop = (0..HINT_STEPS).find_map(|_| {
             let n = self.link(x, level).load(Ordering::Acquire);
-            if !below(n) {
-                stop = n;
-                break;
+            if below(n) {
+                x = n;
+                None
+            } else {
+                Some(n)
             }
-            x = n;
-        }
-        if !stop.is_null() || self.link(x, level).load(Ordering::Acquire).is_null() {
-            (sp.prev[level], sp.next[level]) = (x, stop);
-        } else {
-            return None;
-        }
+        })?;
+        (sp.prev[level], sp.next[level]) = (x, stop);
         for l in (0..level).rev() {
             (x, stop) = self.walk(x, l, key, false, stop);
             sp.prev[l] = x;
@@ -605,10 +606,7 @@ impl SkipList {
     /// a probe would add a miss to their search.
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<Entry<'_>> {
-        let stop = self.seek_from_top(key, &mut Self::splice());
-        // SAFETY: a published node pointer is valid while the list is.
-        let n = unsafe { stop.as_ref() }?;
-        (n.key() == key).then_some(Entry { node: n })
+        self.entry_of(self.seek_from_top(key, &mut Self::splice()), key)
     }
 
     /// Links a node for `key` holding `rec` at `sp`, left by a [`SkipList::seek`]
@@ -619,11 +617,8 @@ impl SkipList {
         let h = random_height();
         if sp.list != self.id {
             // Not a splice of this list's seek: find one.
-            // SAFETY: a published node pointer is valid while the list is.
-            if let Some(e) = unsafe { self.seek_from_top(key, sp).as_ref() } {
-                if e.key() == key {
-                    return (Entry { node: e }, false);
-                }
+            if let Some(e) = self.entry_of(self.seek_from_top(key, sp), key) {
+                return (e, false);
             }
         }
         let key_len = u32::try_from(key.len()).unwrap_or(u32::MAX);
@@ -868,7 +863,7 @@ mod tests {
             assert_eq!(r, m);
         }
         assert_eq!(key_of(l.back()), model.iter().next_back().cloned());
-        assert!(l.arena_bytes() >= l.len() * 64);
+        assert!(l.heap_bytes() >= l.len() * 64);
     }
 
     fn key_of(e: Option<Entry<'_>>) -> Option<Vec<u8>> {
@@ -943,7 +938,7 @@ mod tests {
                 assert!(l.get(&key(i)).is_none());
             }
         }
-        assert!(l.arena_bytes() >= (INDEX_FROM * 32 * 8));
+        assert!(l.heap_bytes() >= (INDEX_FROM * 32 * 8));
     }
 
     #[test]

@@ -33,6 +33,14 @@ use crate::t2::record::{Header, HEADER_LEN};
 /// would fault their own pages in; `pwrite` copies them without that.
 pub const PWRITE_MIN_RECORD: usize = 8 << 10;
 
+/// Whether a record or value of `len` bytes is stored through the mapping
+/// (else with `pwrite`): the one rule [`Segment::write_record`] and
+/// [`Segment::write_at`] follow, and that tells their callers whether to
+/// call [`Segment::populate_ahead`] after.
+pub fn through_mapping(len: usize) -> bool {
+    len < PWRITE_MIN_RECORD
+}
+
 /// How far past a record stored through the mapping its segment's pages are
 /// faulted in ahead ([`Segment::populate_ahead`]).
 const POPULATE_AHEAD: usize = 64 << 10;
@@ -357,7 +365,7 @@ impl Segment {
         // Either path may fail in tests (a store through the mapping would
         // fail with SIGBUS, not an error, but the caller's handling is the same).
         crate::failpoint::io_error("segment.write").map_err(|e| self.write_error(off, e))?;
-        if HEADER_LEN + body_len >= PWRITE_MIN_RECORD {
+        if !through_mapping(HEADER_LEN + body_len) {
             self.pwrite_record(off, HEADER_LEN + body_len, header, parts)?;
         } else {
             self.store_record(off, header, parts);
@@ -422,7 +430,7 @@ impl Segment {
         }
         let io = |e| self.write_error(off, e);
         crate::failpoint::io_error("segment.write").map_err(io)?;
-        if len < PWRITE_MIN_RECORD {
+        if through_mapping(len) {
             self.store_parts(off, parts);
             return Ok(true);
         }

@@ -555,3 +555,51 @@ fn maintenance_steps_grow_with_the_snapshot() {
         );
     }
 }
+
+/// Waits (up to 5 s) until segment `id`'s file exists.
+fn wait_for_segment(dir: &std::path::Path, id: u32) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !seg_path(dir, id).exists() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    true
+}
+
+#[test]
+fn two_spare_segments_are_kept_ready_and_removed_at_close() {
+    let dir = tmp();
+    let o = Options::default()
+        .segment_size(1 << 20)
+        .maintenance_interval_ms(5);
+    let db = Db::open(dir.path(), o.clone()).unwrap_or_else(|e| panic!("{e}"));
+    // Segment 0 is active: 1 and 2 are made ahead of need, and no third.
+    assert!(wait_for_segment(dir.path(), 2), "spares 1 and 2 never made");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(!seg_path(dir.path(), 3).exists(), "more than two spares");
+    // ~1.2 MB: the log rolls over into spare 1; spare 3 follows.
+    put_range(&db, 400, 0, 3000);
+    assert!(wait_for_segment(dir.path(), 3), "spare 3 never made");
+    drop(db);
+    assert!(
+        seg_path(dir.path(), 1).exists(),
+        "the active segment removed"
+    );
+    for id in [2, 3] {
+        assert!(
+            !seg_path(dir.path(), id).exists(),
+            "spare {id} left at close"
+        );
+    }
+    let db = Db::open(dir.path(), o).unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..400 {
+        let got = db.get(&key(i)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            got.as_deref(),
+            Some(value(i, 0, 3000).as_slice()),
+            "key {i}"
+        );
+    }
+}

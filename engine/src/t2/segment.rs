@@ -586,7 +586,23 @@ impl Segment {
 
     /// Starts asynchronous writeback of the whole file (no waiting), so a
     /// later `msync` by a checkpoint or sync writer finds little to do.
+    ///
+    /// The segment's page-table entries are dropped first: writeback
+    /// write-protects every page mapped writable, one TLB-shootdown IPI per
+    /// 4 KiB page (10% of a 1 KB `insert`'s samples), while dropping them
+    /// is one flush for the whole range. Readers fault the pages back in
+    /// (read-only, 16 per fault) from the page cache, which keeps them.
     pub fn start_writeback(&self) {
+        // SAFETY: the mapping is shared and file-backed, so MADV_DONTNEED
+        // drops only page-table entries: a dirty entry's page is marked
+        // dirty in the page cache, and any later access, a writer's store
+        // still in flight included, faults the same page back in. No byte
+        // any reader or writer sees changes, and the range stays mapped.
+        // Advisory: on failure writeback simply write-protects each page.
+        let _ = unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, self.size)
+        };
         // SAFETY: plain syscall on an fd we own; no memory is passed.
         // Failure only loses the head start, so the result is ignored.
         unsafe {

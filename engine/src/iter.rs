@@ -33,6 +33,10 @@ impl Bounds {
     fn contains(&self, k: &[u8]) -> bool {
         self.lower.as_deref().is_none_or(|l| k >= l) && self.upper.as_deref().is_none_or(|u| k < u)
     }
+
+    fn unbounded(&self) -> bool {
+        self.lower.is_none() && self.upper.is_none()
+    }
 }
 
 enum Value {
@@ -58,10 +62,10 @@ enum Value {
 /// is seen whole or not at all.
 pub struct Iter<'a> {
     inner: &'a Inner,
-    /// The read seq, registered by this iterator when `own` (else by the
-    /// caller's snapshot).
+    /// The read seq, registered by this iterator when `own` is set (else
+    /// by the caller's snapshot).
     at: u64,
-    own: bool,
+    own: Option<crate::t1::Reader>,
     cur: Cursor<'a>,
     bounds: Bounds,
     valid: bool,
@@ -106,8 +110,11 @@ const AHEAD_LARGE_VALUE: u64 = 4096;
 
 impl<'a> Iter<'a> {
     pub(crate) fn new(inner: &'a Inner, bounds: Bounds, verify: bool, at: Option<u64>) -> Self {
-        let own = at.is_none();
-        let at = at.unwrap_or_else(|| inner.t1.versions().register());
+        let own = match at {
+            Some(_) => None,
+            None => Some(inner.t1.versions().register_reader()),
+        };
+        let at = own.map_or(at.unwrap_or_default(), |r| r.at);
         Iter {
             verify,
             inner,
@@ -296,7 +303,10 @@ impl<'a> Iter<'a> {
     fn settle_dir(&mut self, forward: bool) {
         self.valid = false;
         self.value = Value::None;
-        while self.err.is_none() && self.cur.valid() && self.bounds.contains(self.cur.key()) {
+        while self.err.is_none()
+            && self.cur.valid()
+            && (self.bounds.unbounded() || self.bounds.contains(self.cur.key()))
+        {
             match self.load() {
                 Some(true) => {
                     self.valid = true;
@@ -368,8 +378,8 @@ impl<'a> Iter<'a> {
 
 impl Drop for Iter<'_> {
     fn drop(&mut self) {
-        if self.own {
-            self.inner.t1.versions().unregister(self.at);
+        if let Some(r) = self.own {
+            self.inner.t1.versions().unregister_reader(r);
         }
     }
 }

@@ -124,7 +124,15 @@ impl<'a> Cursor<'a> {
     }
 
     /// Key at the cursor; empty when not valid.
+    #[inline]
     pub fn key(&self) -> &[u8] {
+        // A scan's entries come from the sorted region nearly always: that
+        // case inline, without the dispatch over sources.
+        if self.cur == Src::Sorted {
+            if let (Some(st), Some(i)) = (self.st.as_deref(), self.srt) {
+                return st.sorted.key(i);
+            }
+        }
         self.head_key(self.cur).unwrap_or(&[])
     }
 

@@ -5,7 +5,9 @@
 //!   to T1 in full. Writers register a lower bound of their seq before they
 //!   take one ([`Versions::begin_write`]) and drop it after applying; a batch's
 //!   one seq therefore crosses the watermark at one instant.
-//! * Snapshots register the watermark they read at ([`Versions::register`]).
+//! * Snapshots register the watermark they read at ([`Versions::register`]);
+//!   iterators and MultiScans in a per-thread slot ([`Versions::register_reader`]),
+//!   with no lock, map or allocation.
 //! * The store keeps versions displaced from T1's regions while a reader may
 //!   still need them ([`Versions::needed`]), keyed `(key, seq)` newest first.
 
@@ -33,6 +35,21 @@ struct Old {
 /// the log tail read before the write reserved, so `bound <= seq`.
 const WRITERS: usize = 32;
 
+/// Reader slots (iterators, MultiScans). Each thread starts at its own
+/// cache line (four slots per line), so that registering writes no line
+/// another reader thread writes.
+const READERS: usize = 64;
+const SLOTS_PER_LINE: usize = 4;
+
+/// A registered reader: `at + 1` (0 = free) and when it registered
+/// (nanoseconds since [`Versions::base`]).
+#[derive(Default)]
+#[repr(align(16))]
+struct ReaderSlot {
+    at: AtomicU64,
+    since_ns: AtomicU64,
+}
+
 #[derive(Default)]
 struct Snaps {
     /// Registered read seqs (multiset) with the time of the oldest.
@@ -47,9 +64,21 @@ pub(crate) struct Versions {
     /// is not fooled by the next one.
     generation: [AtomicU64; WRITERS],
     snaps: Mutex<Snaps>,
+    readers: [ReaderSlot; READERS],
+    base: Instant,
+    /// Registrations of both kinds.
     snap_count: AtomicUsize,
     unlogged: AtomicUsize,
     store: SkipMap<StoreKey, Old>,
+}
+
+/// A reader's registration ([`Versions::register_reader`]): its read seq
+/// and where it is recorded.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reader {
+    pub at: u64,
+    /// The slot, or `None`: in the map (every slot it tried was taken).
+    slot: Option<usize>,
 }
 
 /// A read seq registered for a scope: dropped, it unregisters (if it
@@ -57,27 +86,30 @@ pub(crate) struct Versions {
 pub(crate) struct ReadReg<'a> {
     vs: &'a Versions,
     pub at: u64,
-    own: bool,
+    own: Option<Reader>,
 }
 
 impl<'a> ReadReg<'a> {
     /// `at` if given (already registered by the caller), else a new one.
     pub fn new(vs: &'a Versions, at: Option<u64>) -> ReadReg<'a> {
         match at {
-            Some(at) => ReadReg { vs, at, own: false },
-            None => ReadReg {
-                vs,
-                at: vs.register(),
-                own: true,
-            },
+            Some(at) => ReadReg { vs, at, own: None },
+            None => {
+                let r = vs.register_reader();
+                ReadReg {
+                    vs,
+                    at: r.at,
+                    own: Some(r),
+                }
+            }
         }
     }
 }
 
 impl Drop for ReadReg<'_> {
     fn drop(&mut self) {
-        if self.own {
-            self.vs.unregister(self.at);
+        if let Some(r) = self.own {
+            self.vs.unregister_reader(r);
         }
     }
 }
@@ -93,6 +125,8 @@ impl Default for Versions {
             writers: std::array::from_fn(|_| AtomicU64::new(0)),
             generation: std::array::from_fn(|_| AtomicU64::new(0)),
             snaps: Mutex::new(Snaps::default()),
+            readers: std::array::from_fn(|_| ReaderSlot::default()),
+            base: Instant::now(),
             snap_count: AtomicUsize::new(0),
             unlogged: AtomicUsize::new(0),
             store: SkipMap::new(),
@@ -108,6 +142,22 @@ fn thread_slot() -> usize {
     SLOT.with(|s| {
         if s.get() == usize::MAX {
             s.set(NEXT.fetch_add(1, Ordering::Relaxed) % WRITERS);
+        }
+        s.get()
+    })
+}
+
+/// This thread's first reader slot: threads in turn take the first slot of
+/// each cache line, then the second of each, and so on.
+fn reader_slot() -> usize {
+    use std::cell::Cell;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local!(static SLOT: Cell<usize> = const { Cell::new(usize::MAX) });
+    SLOT.with(|s| {
+        if s.get() == usize::MAX {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let lines = READERS / SLOTS_PER_LINE;
+            s.set((n % lines) * SLOTS_PER_LINE + (n / lines) % SLOTS_PER_LINE);
         }
         s.get()
     })
@@ -234,16 +284,96 @@ impl Versions {
     }
 
     /// Registers a reader at the current watermark; returns its read seq.
+    /// For snapshots, which may live long; iterators use
+    /// [`Self::register_reader`].
     pub fn register(&self) -> u64 {
-        // Counted before the watermark is read: a writer that then sees no
-        // snapshot loaded the watermark earlier, so this reader's is newer.
+        self.count_reader();
+        self.register_in_map()
+    }
+
+    /// Counts a registration. Before the watermark is read: a writer that
+    /// then sees no snapshot loaded the watermark earlier, so this
+    /// reader's is newer.
+    fn count_reader(&self) {
         self.snap_count.fetch_add(1, Ordering::SeqCst);
         // Unlogged puts that began before the count was seen finish first,
-        // so the watermark read below covers them (see `unlogged_enter`).
+        // so the watermark read after this covers them (see `unlogged_enter`).
         let mut spins = 0u32;
         while self.unlogged.load(Ordering::SeqCst) != 0 {
             super::append::backoff(&mut spins);
         }
+    }
+
+    /// Registers an iterator or a MultiScan at the current watermark in
+    /// this thread's slot (the map only when the slots it tries are
+    /// taken): no lock, no allocation, and no write to a line that another
+    /// reader thread writes. Undo with [`Self::unregister_reader`].
+    ///
+    /// The slot is written, then the watermark read again: a pruner or a
+    /// merge that scanned the slots before the write read the watermark
+    /// before its scan (`needed`, `oldest`'s callers), so it was at most
+    /// the watermark this reader then reads, and the reader keeps the
+    /// registration only once two reads agree; what such a scan let go was
+    /// replaced at or below that watermark, so this reader never asks for it.
+    pub fn register_reader(&self) -> Reader {
+        self.count_reader();
+        let start = reader_slot();
+        for i in 0..SLOTS_PER_LINE {
+            let idx = (start / SLOTS_PER_LINE) * SLOTS_PER_LINE + (start + i) % SLOTS_PER_LINE;
+            let Some(slot) = self.readers.get(idx) else {
+                continue;
+            };
+            let mut at = self.visible_below();
+            if slot
+                .at
+                .compare_exchange(0, at + 1, Ordering::SeqCst, Ordering::Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            loop {
+                let again = self.visible_below();
+                if again == at {
+                    break;
+                }
+                at = again;
+                slot.at.store(at + 1, Ordering::SeqCst);
+            }
+            slot.since_ns
+                .store(self.base.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            return Reader {
+                at,
+                slot: Some(idx),
+            };
+        }
+        Reader {
+            at: self.register_in_map(),
+            slot: None,
+        }
+    }
+
+    /// Drops a registration made by [`Self::register_reader`].
+    pub fn unregister_reader(&self, r: Reader) {
+        match r.slot.and_then(|i| self.readers.get(i)) {
+            Some(slot) => {
+                slot.at.store(0, Ordering::SeqCst);
+                self.snap_count.fetch_sub(1, Ordering::SeqCst);
+            }
+            None => self.unregister(r.at),
+        }
+    }
+
+    /// The read seqs in the slots.
+    fn slot_readers(&self) -> impl Iterator<Item = u64> + '_ {
+        self.readers
+            .iter()
+            .filter_map(|s| match s.at.load(Ordering::SeqCst) {
+                0 => None,
+                a => Some(a - 1),
+            })
+    }
+
+    fn register_in_map(&self) -> u64 {
         let mut s = self.snaps.lock();
         let at = self.visible_below();
         let e = s.at.entry(at).or_insert((0, None));
@@ -268,17 +398,43 @@ impl Versions {
     /// Registered readers, and the oldest one's age.
     pub fn snapshots(&self) -> (usize, Option<std::time::Duration>) {
         let s = self.snaps.lock();
-        let n = s.at.values().map(|e| e.0 as usize).sum();
+        let n: usize = s.at.values().map(|e| e.0 as usize).sum();
         let age = s.at.values().filter_map(|e| e.1).min().map(|t| t.elapsed());
-        (n, age)
+        drop(s);
+        let now = self.base.elapsed().as_nanos() as u64;
+        let in_slots = self
+            .readers
+            .iter()
+            .filter(|r| r.at.load(Ordering::SeqCst) != 0)
+            .map(|r| {
+                std::time::Duration::from_nanos(
+                    now.saturating_sub(r.since_ns.load(Ordering::Relaxed)),
+                )
+            });
+        let (m, slot_age) = in_slots.fold(
+            (0, None),
+            |(m, a): (usize, Option<std::time::Duration>), d| {
+                (m + 1, Some(a.map_or(d, |a| a.max(d))))
+            },
+        );
+        let age = match (age, slot_age) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        (n + m, age)
     }
 
-    /// The oldest registered read seq.
+    /// The oldest registered read seq. A caller that bounds what it drops
+    /// by it reads the watermark first (see [`Self::register_reader`]).
     pub fn oldest(&self) -> Option<u64> {
         if self.snap_count.load(Ordering::SeqCst) == 0 {
             return None;
         }
-        self.snaps.lock().at.keys().next().copied()
+        let in_map = self.snaps.lock().at.keys().next().copied();
+        match (in_map, self.slot_readers().min()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Whether some reader may still need version `seq`, replaced by `succ`:
@@ -290,6 +446,9 @@ impl Versions {
         }
         if self.snap_count.load(Ordering::SeqCst) == 0 {
             return false;
+        }
+        if self.slot_readers().any(|at| seq < at && at <= succ) {
+            return true;
         }
         let s = self.snaps.lock();
         s.at.range((Bound::Excluded(seq), Bound::Included(succ)))
@@ -392,5 +551,42 @@ mod tests {
         // Not needed at all: no reader between, successor visible.
         v.spill(b"k", rec(21), 25);
         assert!(v.store_is_empty());
+    }
+
+    #[test]
+    fn readers_in_slots_and_in_the_map_count_alike() {
+        let v = Versions::default();
+        v.publish_all(10);
+        // One thread holding more readers than its line has slots: the
+        // rest go to the map, and every one is seen.
+        let rs: Vec<Reader> = (0..SLOTS_PER_LINE + 2)
+            .map(|_| v.register_reader())
+            .collect();
+        assert!(rs.iter().all(|r| r.at == 10));
+        assert_eq!(rs.iter().filter(|r| r.slot.is_none()).count(), 2);
+        assert_eq!(v.snapshots().0, SLOTS_PER_LINE + 2);
+        let t = v.begin_write(|| 20);
+        v.end_write(t, || 30);
+        let late = v.register_reader();
+        assert_eq!(late.at, 30);
+        assert_eq!(v.oldest(), Some(10));
+        // Version 5 replaced by 20: the readers at 10 need it, in a slot
+        // or in the map.
+        v.store.insert(
+            (b"k".to_vec().into(), Reverse(5)),
+            Old {
+                rec: rec(5),
+                succ: 20,
+            },
+        );
+        for r in rs.iter().rev() {
+            assert_eq!(v.prune(), 0, "a reader at 10 is registered");
+            v.unregister_reader(*r);
+        }
+        assert_eq!(v.oldest(), Some(30));
+        assert_eq!(v.prune(), 1, "only the reader at 30 is left");
+        v.unregister_reader(late);
+        assert_eq!(v.oldest(), None);
+        assert_eq!(v.snapshots().0, 0);
     }
 }

@@ -12,6 +12,8 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::Arc;
 
+use arc_swap::Guard;
+
 use super::append::AppendMap;
 use super::entry::{Entry, Rec};
 use super::shard::{resolve, Directory, ShardState};
@@ -43,9 +45,13 @@ pub struct Cursor<'a> {
     at: Option<u64>,
     /// The version at the cursor when reading at `at`.
     resolved: Rec,
-    dir: Arc<Directory>,
+    // Guards, not `Arc` clones: a scan per iterator would otherwise write
+    // the directory's and the shard state's reference counts, lines every
+    // reader thread shares (arc_swap falls back to a clone by itself when
+    // a thread holds more guards than it has debt slots).
+    dir: Guard<Arc<Directory>>,
     shard: usize,
-    st: Option<Arc<ShardState>>,
+    st: Option<Guard<Arc<ShardState>>>,
     act: MapHead,
     frz: MapHead,
     srt: Option<usize>,
@@ -96,7 +102,7 @@ fn map_seek(m: &AppendMap, h: &mut MapHead, pos: Pos<'_>, lo: &[u8], hi: Option<
 }
 
 impl<'a> Cursor<'a> {
-    pub(crate) fn new(t1: &'a T1, dir: Arc<Directory>, at: Option<u64>) -> Cursor<'a> {
+    pub(crate) fn new(t1: &'a T1, dir: Guard<Arc<Directory>>, at: Option<u64>) -> Cursor<'a> {
         Cursor {
             vs: t1.versions(),
             at,
@@ -197,7 +203,7 @@ impl<'a> Cursor<'a> {
         match self.dir.shards.get(i) {
             Some(sh) => {
                 self.shard = i;
-                self.st = Some(sh.state.load_full());
+                self.st = Some(sh.state.load());
                 true
             }
             None => false,

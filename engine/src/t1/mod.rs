@@ -459,13 +459,13 @@ impl T1 {
     /// A cursor over live entries in bytewise key order, positioned nowhere (not valid)
     /// until a seek.
     pub fn cursor(&self) -> Cursor<'_> {
-        Cursor::new(self, self.inner.dir.load_full(), None)
+        Cursor::new(self, self.inner.dir.load(), None)
     }
 
     /// A cursor reading as of `at`, a seq registered with
     /// `Versions::register` by the caller for the cursor's life.
     pub fn cursor_at(&self, at: u64) -> Cursor<'_> {
-        Cursor::new(self, self.inner.dir.load_full(), Some(at))
+        Cursor::new(self, self.inner.dir.load(), Some(at))
     }
 
     /// Merges every shard's append region into its sorted region (blocking the caller,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::index::{Cursor, Payload};
 use crate::state::Inner;
+use crate::t1::ReadReg;
 use crate::t2::segment::Segment;
 
 /// Iterator bounds: keys in `[lower, upper)`; `None` leaves a side open.
@@ -62,10 +63,9 @@ enum Value {
 /// is seen whole or not at all.
 pub struct Iter<'a> {
     inner: &'a Inner,
-    /// The read seq, registered by this iterator when `own` is set (else
-    /// by the caller's snapshot).
-    at: u64,
-    own: Option<crate::t1::Reader>,
+    /// The read seq: registered by this iterator, or by the caller's
+    /// snapshot.
+    reg: ReadReg<'a>,
     cur: Cursor<'a>,
     bounds: Bounds,
     valid: bool,
@@ -110,17 +110,12 @@ const AHEAD_LARGE_VALUE: u64 = 4096;
 
 impl<'a> Iter<'a> {
     pub(crate) fn new(inner: &'a Inner, bounds: Bounds, verify: bool, at: Option<u64>) -> Self {
-        let own = match at {
-            Some(_) => None,
-            None => Some(inner.t1.versions().register_reader()),
-        };
-        let at = own.map_or(at.unwrap_or_default(), |r| r.at);
+        let reg = ReadReg::new(inner.t1.versions(), at);
         Iter {
             verify,
             inner,
-            at,
-            own,
-            cur: inner.t1.cursor_at(at),
+            cur: inner.t1.cursor_at(reg.at),
+            reg,
             bounds,
             valid: false,
             value: Value::None,
@@ -144,7 +139,7 @@ impl<'a> Iter<'a> {
     /// bounds (see `crate::t2::readahead`). A second cursor walks T1, which
     /// is in RAM; only the values' pages may be cold.
     fn read_ahead(&mut self) {
-        let mut c = self.inner.t1.cursor_at(self.at);
+        let mut c = self.inner.t1.cursor_at(self.reg.at);
         c.seek(self.cur.key());
         let mut segs: Vec<Arc<Segment>> = Vec::new();
         let mut values = Vec::with_capacity(self.ahead_window);
@@ -362,7 +357,7 @@ impl<'a> Iter<'a> {
                         return Some(true);
                     }
                     // Relocated and retired meanwhile: look the key up again.
-                    match self.inner.t1.get_at(self.cur.key(), self.at) {
+                    match self.inner.t1.get_at(self.cur.key(), self.reg.at) {
                         Some(e) => payload = e.payload,
                         None => return Some(false),
                     }
@@ -373,13 +368,5 @@ impl<'a> Iter<'a> {
             "the index points at a removed segment".into(),
         ));
         None
-    }
-}
-
-impl Drop for Iter<'_> {
-    fn drop(&mut self) {
-        if let Some(r) = self.own {
-            self.inner.t1.versions().unregister_reader(r);
-        }
     }
 }

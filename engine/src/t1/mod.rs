@@ -92,7 +92,7 @@ use append::AppendMap;
 use entry::Rec;
 use shard::{Directory, Shard, ShardState};
 use sorted::Sorted;
-pub(crate) use versions::{ReadReg, Reader, Versions, WriteTicket};
+pub(crate) use versions::{ReadReg, Versions, WriteTicket};
 
 /// Tuning of a [`T1`].
 #[derive(Clone, Debug)]

@@ -398,30 +398,21 @@ impl Versions {
     /// Registered readers, and the oldest one's age.
     pub fn snapshots(&self) -> (usize, Option<std::time::Duration>) {
         let s = self.snaps.lock();
-        let n: usize = s.at.values().map(|e| e.0 as usize).sum();
-        let age = s.at.values().filter_map(|e| e.1).min().map(|t| t.elapsed());
+        let mut n: usize = s.at.values().map(|e| e.0 as usize).sum();
+        let mut age = s.at.values().filter_map(|e| e.1).min().map(|t| t.elapsed());
         drop(s);
         let now = self.base.elapsed().as_nanos() as u64;
-        let in_slots = self
+        for r in self
             .readers
             .iter()
             .filter(|r| r.at.load(Ordering::SeqCst) != 0)
-            .map(|r| {
-                std::time::Duration::from_nanos(
-                    now.saturating_sub(r.since_ns.load(Ordering::Relaxed)),
-                )
-            });
-        let (m, slot_age) = in_slots.fold(
-            (0, None),
-            |(m, a): (usize, Option<std::time::Duration>), d| {
-                (m + 1, Some(a.map_or(d, |a| a.max(d))))
-            },
-        );
-        let age = match (age, slot_age) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
-        (n + m, age)
+        {
+            let d = now.saturating_sub(r.since_ns.load(Ordering::Relaxed));
+            let d = std::time::Duration::from_nanos(d);
+            n += 1;
+            age = Some(age.map_or(d, |a| a.max(d)));
+        }
+        (n, age)
     }
 
     /// The oldest registered read seq. A caller that bounds what it drops

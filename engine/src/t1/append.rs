@@ -209,6 +209,13 @@ impl AppendMap {
         self.map.is_empty()
     }
 
+    /// True if a key of the map lies in `[lo, hi)`.
+    pub fn holds_any(&self, lo: &[u8], hi: Option<&[u8]>) -> bool {
+        self.map
+            .lower_bound(std::ops::Bound::Included(lo))
+            .is_some_and(|e| hi.is_none_or(|h| e.key() < h))
+    }
+
     /// Registers a writer of the key with hash `h`. Returns `None` (and unregisters) if
     /// the map is sealed, in which case the caller must reload the shard state.
     /// The returned ticket must be passed to [`AppendMap::leave`].

@@ -137,6 +137,19 @@ impl Inner {
         let st = shard.state.load_full();
         let f = st.frozen.as_ref()?;
         f.wait_drained();
+        if !f.holds_any(&shard.lo, shard.hi()) {
+            // Nothing of the shard's range to merge (the left half of an
+            // append split): keep the sorted region rather than copy it.
+            let next = ShardState::new(
+                st.active.clone(),
+                None,
+                st.sorted.clone(),
+                &shard.lo,
+                shard.hi(),
+            );
+            shard.state.store(Arc::new(next));
+            return Some(st.sorted_count());
+        }
         let merged = merge(
             Some(f),
             &st.sorted,
@@ -236,6 +249,50 @@ impl Inner {
                 st.sorted.key(st.sorted_lo + n / 2).into()
             }
         };
+        self.split_at(shard, &st, mid, merge_halves, t0)
+    }
+
+    /// The merge of an append region whose every key sorts after the
+    /// shard's sorted region (an in-order load, keys past the end): split
+    /// the shard at the region's first key, so that the left half keeps its
+    /// sorted region as it is and the right half's is built from the new
+    /// entries alone. A merge then copies what changed, not the shard.
+    /// Only for a shard whose sorted region holds `split_threshold / 2`
+    /// keys or more, so that an in-order load makes shards of that size
+    /// and up (the size a median split leaves), not one per merge. Returns false (nothing done) otherwise.
+    pub(crate) fn append_split(&self, shard: &Arc<Shard>) -> bool {
+        let t0 = Instant::now();
+        let st = shard.state.load_full();
+        let n = st.sorted_count();
+        if shard.retired.load(Ordering::Acquire)
+            || st.frozen.is_some()
+            || n == 0
+            || n < self.cfg.split_threshold / 2
+        {
+            return false;
+        }
+        let Some(first) = st.active.map.lower_bound(std::ops::Bound::Unbounded) else {
+            return false;
+        };
+        let first = first.key();
+        if first <= st.sorted.key(st.sorted_hi - 1) {
+            return false;
+        }
+        // A key below `first` written before the seal lands in the left
+        // half's frozen range, which then merges as usual.
+        self.split_at(shard, &st, first.into(), true, t0)
+    }
+
+    /// Replaces `shard` (whose current state is `st`) by its halves below
+    /// and from `mid`.
+    fn split_at(
+        &self,
+        shard: &Arc<Shard>,
+        st: &ShardState,
+        mid: Box<[u8]>,
+        merge_halves: bool,
+        t0: Instant,
+    ) -> bool {
         let dir = self.dir.load_full();
         let Some(pos) = dir.shards.iter().position(|s| Arc::ptr_eq(s, shard)) else {
             return false;
@@ -303,7 +360,10 @@ impl Inner {
             }
             let st = shard.state.load_full();
             if st.frozen.is_some() || st.active.len() >= self.cfg.reorganize_threshold.max(1) {
-                self.reorganize_shard(shard);
+                drop(st);
+                if !self.append_split(shard) {
+                    self.reorganize_shard(shard);
+                }
             }
             let st = shard.state.load_full();
             if st.approx_len() > self.cfg.split_threshold.max(2) {

@@ -257,6 +257,58 @@ fn maintain_splits_and_keeps_every_key() {
     assert_eq!(collect_bwd(&t).len(), 10_000);
 }
 
+/// The shard holding `key`: its sorted region's address and key count.
+fn sorted_of(t: &T1, key: &[u8]) -> (*const Sorted, usize) {
+    let dir = t.inner.dir.load();
+    let st = dir.shard_for(key).unwrap().state.load();
+    (Arc::as_ptr(&st.sorted), st.sorted_count())
+}
+
+#[test]
+fn keys_past_the_end_split_off_instead_of_rebuilding_the_shard() {
+    // split_threshold / 2 = 1000: a shard appends by splitting from 1000 keys.
+    let t = T1::new(cfg(2000, 500, false));
+    let key = |i: u64| format!("key{i:08}").into_bytes();
+    for i in 0..1000 {
+        t.upsert(&key(i), inline(i + 1, b"v"));
+    }
+    t.maintain();
+    let (before, n) = sorted_of(&t, &key(0));
+    assert_eq!(n, 1000);
+    for i in 1000..1600 {
+        t.upsert(&key(i), inline(i + 1, b"v"));
+    }
+    t.maintain();
+    // The old keys' sorted region is the same one, not a copy; the new
+    // keys have a shard of their own, built from them alone.
+    assert_eq!(sorted_of(&t, &key(0)), (before, 1000));
+    assert_eq!(sorted_of(&t, &key(999)), (before, 1000));
+    assert_eq!(sorted_of(&t, &key(1000)).1, 600);
+    assert_eq!(t.stats().shards, 2);
+    // Under 1000 keys the right shard merges as before (1100 keys); then an
+    // append region that also rewrites a key below the end merges too.
+    for i in 1600..2100 {
+        t.upsert(&key(i), inline(i + 1, b"v"));
+    }
+    t.maintain();
+    assert_eq!(sorted_of(&t, &key(1000)).1, 1100);
+    for i in 2100..2200 {
+        t.upsert(&key(i), inline(i + 1, b"v"));
+    }
+    t.upsert(&key(1050), inline(5000, b"w"));
+    t.reorganize_all();
+    assert_eq!(sorted_of(&t, &key(1000)).1, 1200);
+    assert_eq!(t.stats().shards, 2);
+    assert_eq!(t.get(&key(1050)), Some(inline(5000, b"w")));
+    for i in 0..2200 {
+        assert!(t.get(&key(i)).is_some(), "{i}");
+    }
+    let all = collect_fwd(&t);
+    assert_eq!(all.len(), 2200);
+    assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+    assert_eq!(collect_bwd(&t), all);
+}
+
 #[test]
 fn memory_per_key_after_reorganize_is_within_budget() {
     let t = T1::new(cfg(1 << 20, 1 << 20, false));

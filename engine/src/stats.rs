@@ -18,6 +18,8 @@ pub(crate) struct Counters {
     pub defrag_reclaimed_bytes: AtomicU64,
     pub defrag_retired_segments: AtomicU64,
     pub writes: AtomicU64,
+    /// Deletes of keys T1 held no live version of: not logged.
+    pub deletes_elided: AtomicU64,
     pub ordered_values: AtomicU64,
     /// Sorted runs the maintenance thread keeps (module `maintenance::runs`).
     pub sorted_runs: AtomicU64,
@@ -142,6 +144,9 @@ pub struct Statistics {
     /// Bytes per second writers are held to while defragment catches up
     /// (0: not throttled).
     pub write_rate_limit: u64,
+    /// Deletes that found no live version of their key and so wrote no
+    /// record (`sync` deletes are always logged).
+    pub deletes_elided: u64,
     /// Writes that slept because of that limit.
     pub delayed_writes: u64,
     /// Total time those writes slept, in microseconds.
@@ -223,6 +228,7 @@ impl fmt::Display for Statistics {
             "write throttle: rate_limit={} delayed_writes={} delay_us={}",
             self.write_rate_limit, self.delayed_writes, self.write_delay_us
         )?;
+        writeln!(f, "deletes elided: {}", self.deletes_elided)?;
         writeln!(
             f,
             "snapshots: count={} oldest_age_ms={} versions={} pinned_bytes={}",

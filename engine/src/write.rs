@@ -46,6 +46,9 @@ impl WriteOptions {
 enum Keys<'a> {
     /// One key's stripe, gate shared.
     One(&'a [u8]),
+    /// As `One`, for a delete of that key, which is not logged when T1
+    /// holds no live version of it (see `Inner::elide_delete`).
+    Delete(&'a [u8]),
     /// The stripes of a batch's keys, gate shared.
     Batch(&'a WriteBatch),
     /// The gate exclusively (range deletes): nothing else is in flight.
@@ -101,7 +104,7 @@ impl Inner {
         let mut h = [0u8; 5];
         h[0] = OP_DELETE;
         h[1..5].copy_from_slice(&(key.len() as u32).to_le_bytes());
-        self.commit(wo, &[&h, key], None, 1, Keys::One(key))
+        self.commit(wo, &[&h, key], None, 1, Keys::Delete(key))
     }
 
     /// Applies `batch` atomically.
@@ -207,10 +210,12 @@ impl Inner {
             return Err(e);
         }
         self.throttle.pay(parts.iter().map(|p| p.len()).sum());
-        let (seq, end, seg) = {
+        // `Err`: a delete that needed no record, with the seq of the
+        // tombstone it found, if any (`elide_delete`).
+        let done = 'locked: {
             let (_one, _many, _shared, _excl);
             match keys {
-                Keys::One(k) => {
+                Keys::One(k) | Keys::Delete(k) => {
                     _one = self.stripes.one(k);
                     _shared = self.gate.read();
                 }
@@ -223,6 +228,11 @@ impl Inner {
                     _shared = self.gate.read();
                 }
                 Keys::All => _excl = self.gate.write(),
+            }
+            if let Keys::Delete(k) = keys {
+                if let Some(tombstone) = self.elide_delete(wo, k) {
+                    break 'locked Err(tombstone);
+                }
             }
             self.unlogged
                 .before_logged(self, wo.disable_wal && !wo.sync)?;
@@ -263,7 +273,17 @@ impl Inner {
                 &adjust,
             )
             .map_err(|e| Error::InvalidArgument(format!("write batch: {e}")))?;
-            (a.lsn, a.end_lsn, a.seg)
+            Ok((a.lsn, a.end_lsn, a.seg))
+        };
+        let (seq, end, seg) = match done {
+            Ok(logged) => logged,
+            Err(tombstone) => {
+                if let Some(seq) = tombstone {
+                    self.visible_after(seq);
+                }
+                Counters::add(&self.counters.deletes_elided, 1);
+                return Ok(());
+            }
         };
         self.visible_after(seq);
         if crate::t2::segment::through_mapping((end - seq) as usize) {
@@ -275,6 +295,28 @@ impl Inner {
             self.log.sync_to(end)?;
         }
         Ok(())
+    }
+
+    /// With `key`'s stripe held: `Some` when a delete of `key` needs no
+    /// record, because T1 holds no live version of it: `Some(None)` when it
+    /// holds none at all, `Some(Some(seq))` for a tombstone, whose seq the
+    /// caller waits to see visible, so that its own reads find the key
+    /// gone. No write to the
+    /// key is in flight (the stripe), so the delete changes nothing any
+    /// reader or recovery could see: after a crash the log holds the
+    /// earlier tombstone whenever it holds any write made after this call
+    /// (a prefix, design.md §2). LMDB's delete of an absent key writes
+    /// nothing either; a `sync` delete is logged all the same, since it
+    /// promises that the removal is durable when it returns.
+    fn elide_delete(&self, wo: &WriteOptions, key: &[u8]) -> Option<Option<u64>> {
+        if wo.sync {
+            return None;
+        }
+        match self.t1.get_entry(key) {
+            None => Some(None),
+            Some(e) if matches!(e.payload, crate::t1::Payload::Tombstone) => Some(Some(e.seq)),
+            Some(_) => None,
+        }
     }
 
     /// Registers a write with T1's visibility watermark until dropped.

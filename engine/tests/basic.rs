@@ -412,3 +412,43 @@ fn group_commit_shares_msyncs_between_sync_writers() {
     let db = open(dir.path());
     assert_eq!(dump(&db).len(), 800);
 }
+
+#[test]
+fn deletes_of_absent_keys_write_nothing_and_stay_correct() {
+    let dir = tmp();
+    let logged = |db: &Db| db.statistics().log_bytes_since_checkpoint;
+    {
+        let db = Db::open(dir.path(), Options::default().background(false))
+            .unwrap_or_else(|e| panic!("{e}"));
+        db.put(b"a", b"1").unwrap_or_else(|e| panic!("{e}"));
+        db.put(b"b", b"2").unwrap_or_else(|e| panic!("{e}"));
+        // A live key: logged.
+        let before = logged(&db);
+        db.delete(b"a").unwrap_or_else(|e| panic!("{e}"));
+        assert!(logged(&db) > before);
+        assert_eq!(db.statistics().deletes_elided, 0);
+        // Deleted already, and never written: no record, read your writes.
+        let before = logged(&db);
+        db.delete(b"a").unwrap_or_else(|e| panic!("{e}"));
+        db.delete(b"never").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(logged(&db), before);
+        assert_eq!(db.statistics().deletes_elided, 2);
+        assert_eq!(db.get(b"a").ok().flatten(), None);
+        assert_eq!(db.get(b"never").ok().flatten(), None);
+        // A sync delete promises durability: always logged.
+        db.delete_opt(&WriteOptions::sync(), b"never")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(logged(&db) > before);
+        assert_eq!(db.statistics().deletes_elided, 2);
+        // The key comes back with a put, and goes with the next delete.
+        db.put(b"a", b"3").unwrap_or_else(|e| panic!("{e}"));
+        db.delete(b"a").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(db.get(b"a").ok().flatten(), None);
+        assert_eq!(db.statistics().deletes_elided, 2);
+    }
+    let db = Db::open(dir.path(), Options::default().background(false))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(db.get(b"a").ok().flatten(), None);
+    assert_eq!(db.get(b"b").ok().flatten(), Some(b"2".to_vec()));
+    assert_eq!(db.get(b"never").ok().flatten(), None);
+}

@@ -438,7 +438,6 @@ impl T1 {
         (!r.is_tombstone()).then(|| r.decode())
     }
 
-    #[cfg(any(test, feature = "internals"))]
     /// The newest entry for `key`, tombstones included (`None` if T1 has none).
     #[inline]
     pub fn get_entry(&self, key: &[u8]) -> Option<Entry> {

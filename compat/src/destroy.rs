@@ -25,6 +25,8 @@ pub(crate) fn owns_file(kind: EngineKind, name: &str) -> bool {
         EngineKind::Fjall | EngineKind::FjallBlob => fjall_file(name),
         // The log, the index, and the adapter's LOCK.
         EngineKind::Sparkey => matches!(name, "data.spl" | "data.spi" | "LOCK"),
+        // Only the adapter's LOCK: it stores nothing.
+        EngineKind::Null => name == "LOCK",
     }
 }
 

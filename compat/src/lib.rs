@@ -7,7 +7,8 @@
 //! * `engines::*` holds one adapter per engine: vmemkv always, RocksDB and
 //!   RocksDB-BlobDB behind the `rocksdb` feature, LMDB behind `lmdb`,
 //!   fjall and fjall with key-value separation behind `fjall`, Sparkey
-//!   (a write-once hash store, point operations only) behind `sparkey`.
+//!   (a write-once hash store, point operations only) behind `sparkey`,
+//!   and `null`, which stores nothing (the caller's own ceiling).
 //!
 //! The trait modules (`error`, `options`, `batch`, `iter`, `multiscan`,
 //! `db`) depend on no engine, in the manner of TiKV's `engine_traits`.

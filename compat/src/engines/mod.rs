@@ -7,7 +7,7 @@ mod collapse;
 pub mod fjall;
 #[cfg(feature = "lmdb")]
 pub mod lmdb;
-#[cfg(any(feature = "lmdb", feature = "fjall", feature = "sparkey"))]
+pub mod null;
 mod open_dir;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;

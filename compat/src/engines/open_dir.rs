@@ -1,6 +1,6 @@
 //! The directory preamble of the adapters whose engines do not apply
 //! `create_if_missing` / `error_if_exists` themselves (LMDB, fjall,
-//! Sparkey): one rule, one message per refusal, one lock.
+//! Sparkey, and the null engine, which has no files of its own): one rule, one message per refusal, one lock.
 
 use std::path::Path;
 

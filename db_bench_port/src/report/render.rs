@@ -199,6 +199,14 @@ fn header_md(results: &Results) -> String {
         "Scale **{}**, {} UTC, git `{}`. Each run lasts {} s in memory and {} s larger than memory (0 = bounded by operation count); each cell is the median of {} interleaved repeats.\n",
         results.scale, results.date, results.git_revision, results.run_secs, results.ltm_run_secs, results.repeats
     );
+    if !results.resumed_from.is_empty() {
+        let _ = writeln!(
+            s,
+            "Resumed (`--resume`): this run continues the run(s) of {}; the cells those measured are theirs.\n",
+            results.resumed_from.join(", ")
+        );
+    }
+    s.push_str(&partial_md(results));
     let _ = writeln!(s, "## Machine\n");
     for (k, v) in &results.machine {
         let _ = writeln!(s, "* {k}: {v}");
@@ -216,6 +224,24 @@ fn header_md(results: &Results) -> String {
             &results.cgroup
         }
     );
+    s
+}
+
+/// The notice of a partial run: it stopped at its `--budget`, and these
+/// cells (and phases) are missing. Empty for a complete run.
+pub fn partial_md(results: &Results) -> String {
+    if !results.is_partial() {
+        return String::new();
+    }
+    let mut s = format!(
+        "**Partial run.** It stopped at its `--budget` before measuring {} cell(s) or phase(s); \
+         `vmemkv_report --resume=DIR` runs them. Missing:\n\n",
+        results.missing.len()
+    );
+    for m in &results.missing {
+        let _ = writeln!(s, "* {m}");
+    }
+    s.push('\n');
     s
 }
 
@@ -859,7 +885,20 @@ pub(super) mod tests {
             repeats: 3,
             cgroup: String::new(),
             runs,
+            missing: Vec::new(),
+            resumed_from: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_partial_run_says_so_and_lists_what_is_missing() {
+        let mut r = results(Vec::new());
+        assert_eq!(partial_md(&r), "");
+        assert!(!markdown(&r).contains("Partial run"));
+        r.missing = vec!["8B-mem | Delete | 4t".into(), "seed 004".into()];
+        let md = markdown(&r);
+        assert!(md.contains("**Partial run.**"), "{md}");
+        assert!(md.contains("* 8B-mem | Delete | 4t\n* seed 004\n"), "{md}");
     }
 
     #[test]

@@ -88,6 +88,36 @@ fn budget_stops_at_a_cell_boundary_and_resume_runs_only_what_is_missing() {
     assert!(!md.contains("Partial run"), "{md}");
     assert!(md.contains("Resumed (`--resume`)"));
 
+    // Same starting state and warm-up, as the runs recorded them: write
+    // cells on a fresh copy, read cells on the loaded corpus itself.
+    for r in runs(&v) {
+        let w = r["workload"].as_str().unwrap_or("");
+        let want = match w {
+            "Update (Zipf)" | "YCSB-E" | "Delete" => "copy",
+            "Insert" => "empty",
+            _ => "corpus",
+        };
+        assert_eq!(r["start"], want, "{w}");
+        let args: Vec<&str> = r["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let db = args.iter().find(|a| a.starts_with("--db=")).expect("--db");
+        assert_eq!(
+            db.ends_with("/8B-mem/vmemkv"),
+            want == "corpus",
+            "{w}: {db}"
+        );
+        let warm = !matches!(w, "Insert" | "Delete") && !w.contains("(cold)");
+        assert_eq!(r["warmup"], warm, "{w}");
+        let bench = r["bench"].as_str().unwrap_or("");
+        let twice = format!("--benchmarks={bench},{bench}");
+        assert_eq!(args.contains(&twice.as_str()), warm, "{w}: {args:?}");
+    }
+    assert!(md.contains("**Same starting state.**") && md.contains("**Warm-up.**"));
+
     // Drop one cell: a resume runs it alone and keeps every other run as
     // it was (same figures, not measured again).
     let mut edited = v.clone();

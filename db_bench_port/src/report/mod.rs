@@ -97,6 +97,15 @@ pub struct Run {
     pub note: Option<String>,
     /// The exact db_bench arguments.
     pub args: Vec<String>,
+    /// Whether an uncounted warm-up of the same benchmark ran first, in the
+    /// same process.
+    #[serde(default)]
+    pub warmup: bool,
+    /// The database the run started from: `corpus` (the loaded corpus,
+    /// reopened untouched), `copy` (a fresh copy of it, for a write cell),
+    /// `empty`; empty for runs made before the rule.
+    #[serde(default)]
+    pub start: String,
 }
 
 /// Everything `results.json` holds.
@@ -145,6 +154,11 @@ pub struct Results {
     /// and git revision; empty for a run made in one go.
     #[serde(default)]
     pub resumed_from: Vec<String>,
+    /// Whether each write cell ran on a fresh copy of the loaded corpus
+    /// and each read cell on the corpus untouched (false for runs made
+    /// before that rule, when cells inherited each other's writes).
+    #[serde(default)]
+    pub fresh_copies: bool,
 }
 
 impl Results {
@@ -168,6 +182,7 @@ impl Results {
             device: device::DeviceReport::default(),
             missing: Vec::new(),
             resumed_from: Vec::new(),
+            fresh_copies: false,
         }
     }
 
@@ -391,6 +406,7 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         ltm_run_secs,
         threads: thread_counts.clone(),
         repeats,
+        fresh_copies: true,
         ..Results::empty(&scale)
     };
     if let Some(prior) = prior {
@@ -546,6 +562,8 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
                             timeline: Vec::new(),
                             note: None,
                             args: Vec::new(),
+                            warmup: false,
+                            start: String::new(),
                         };
                         if ltm_unavailable {
                             run.note = Some(
@@ -596,8 +614,9 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
                 .missing
                 .push(format!("{}: background jobs", sc.name));
         } else if bg_left {
-            // The workloads above changed the corpora (Delete last): start
-            // the jobs from freshly loaded ones.
+            // The write cells ran on copies, but the read cells' opens may
+            // have changed a corpus's layout (vmemkv's key-order pass):
+            // start the jobs from freshly loaded ones.
             load_corpora(cfg, sc, &bg_variants)?;
             results.background_jobs = bgjobs::run(
                 &cfg.db_bench,
@@ -757,23 +776,47 @@ fn run_cell(
     cg: Option<&cgroup::MemoryCgroup>,
     run: &mut Run,
 ) {
-    let db = if wl.fresh_db {
+    // The same starting state for every run: a read cell reopens the
+    // loaded corpus, which no run changes; a write cell gets a fresh copy
+    // of it (a reflink where the file system offers one), so no repeat,
+    // thread count or later workload inherits another run's writes.
+    let (db, start) = if wl.fresh_db {
         let d = cfg
             .work_dir
             .join(sc.name)
             .join(format!("fresh-{}", v.engine));
         let _ = fs::remove_dir_all(&d);
-        d
+        (d, "empty")
+    } else if wl.writes {
+        let d = cfg
+            .work_dir
+            .join(sc.name)
+            .join(format!("copy-{}", v.engine));
+        if let Err(e) = fresh_copy(&corpus_dir(cfg, sc, v), &d) {
+            run.status = "failed".into();
+            run.note = Some(e);
+            return;
+        }
+        (d, "copy")
     } else {
-        corpus_dir(cfg, sc, v)
+        (corpus_dir(cfg, sc, v), "corpus")
     };
+    run.start = start.into();
     let secs = if wl.timeline && threads == max_threads && run_secs > 0 {
         run_secs.max(matrix::TIMELINE_SECS)
     } else {
         run_secs
     };
     let mut args = base_args(sc, &db, v.engine);
-    args.push(format!("--benchmarks={}", wl.bench));
+    // The warm-up: the same benchmark first, in the same process and on
+    // the same open database; run_db_bench keeps the last result line and
+    // the last device-reads line, the measured run's.
+    run.warmup = wl.warmup;
+    if wl.warmup {
+        args.push(format!("--benchmarks={},{}", wl.bench, wl.bench));
+    } else {
+        args.push(format!("--benchmarks={}", wl.bench));
+    }
     args.push(format!("--threads={threads}"));
     if secs == 0 {
         let n = matrix::SMOKE_OPS;
@@ -820,6 +863,11 @@ fn run_cell(
         cg,
         Some(std::time::Duration::from_secs(timeout)),
     );
+    if start == "copy" || start == "empty" {
+        // Free the disk for the next run's copy; keep nothing a later
+        // run could start from.
+        let _ = fs::remove_dir_all(&db);
+    }
     run.device_read_bytes = runner::parse_device_reads(&out.stdout);
     run.args = args;
     run.max_rss_kib = out.max_rss_kib;
@@ -838,7 +886,14 @@ fn run_cell(
         run.note = Some(why.to_string());
         return;
     }
-    match (&out.error, out.results.last()) {
+    // With a warm-up, the measured run is the second result line; one line
+    // alone is the warm-up's, and must not pass for the measurement.
+    let measured = if wl.warmup && out.results.len() < 2 {
+        None
+    } else {
+        out.results.last()
+    };
+    match (&out.error, measured) {
         (None, Some(r)) => {
             run.status = "ok".into();
             run.ops_per_sec = Some(r.ops_per_sec);
@@ -851,6 +906,30 @@ fn run_cell(
             run.status = status.into();
             run.note = Some(note);
         }
+    }
+}
+
+/// A fresh copy of the corpus `from` at `to` (replacing it):
+/// `cp -a --reflink=auto`, a reflink where the file system offers one
+/// (btrfs, XFS), else a plain copy.
+fn fresh_copy(from: &Path, to: &Path) -> Result<(), String> {
+    let _ = fs::remove_dir_all(to);
+    let out = std::process::Command::new("cp")
+        .arg("-a")
+        .arg("--reflink=auto")
+        .arg(from)
+        .arg(to)
+        .output()
+        .map_err(|e| format!("copying the corpus {}: cp: {e}", from.display()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "copying the corpus {} to {}: {}",
+            from.display(),
+            to.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 
@@ -912,6 +991,28 @@ pub fn rerender(dir: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fresh_copy_replaces_the_target_and_leaves_the_corpus_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let corpus = dir.path().join("corpus");
+        let copy = dir.path().join("copy");
+        fs::create_dir_all(corpus.join("sub")).expect("mkdir");
+        fs::write(corpus.join("a.seg"), b"loaded").expect("write");
+        fs::write(corpus.join("sub/b"), b"x").expect("write");
+        // A previous run's copy, with its writes, is replaced whole.
+        fs::create_dir_all(&copy).expect("mkdir");
+        fs::write(copy.join("stale"), b"old run").expect("write");
+        fresh_copy(&corpus, &copy).expect("copy");
+        assert!(!copy.join("stale").exists());
+        assert_eq!(fs::read(copy.join("a.seg")).expect("read"), b"loaded");
+        assert_eq!(fs::read(copy.join("sub/b")).expect("read"), b"x");
+        // Writing to the copy (a reflink or not) leaves the corpus as loaded.
+        fs::write(copy.join("a.seg"), b"changed").expect("write");
+        assert_eq!(fs::read(corpus.join("a.seg")).expect("read"), b"loaded");
+        let e = fresh_copy(&dir.path().join("missing"), &copy).expect_err("no corpus");
+        assert!(e.contains("copying the corpus"), "{e}");
+    }
 
     #[test]
     fn a_cgroup_kill_is_out_of_memory_and_any_other_end_a_failure() {

@@ -13,21 +13,7 @@ use super::{Results, Run};
 type Medians = BTreeMap<(String, String, usize, String), f64>;
 
 fn medians(results: &Results) -> Medians {
-    let mut groups: BTreeMap<(String, String, usize, String), Vec<f64>> = BTreeMap::new();
-    for r in &results.runs {
-        if let Some(x) = r.ops_per_sec {
-            groups
-                .entry((
-                    r.scenario.clone(),
-                    r.workload.clone(),
-                    r.threads,
-                    r.variant.clone(),
-                ))
-                .or_default()
-                .push(x);
-        }
-    }
-    groups
+    repeats(results)
         .into_iter()
         .filter_map(|(k, v)| stats::median(&v).map(|m| (k, m)))
         .collect()
@@ -259,16 +245,114 @@ fn fairness_md(results: &Results) -> String {
          the original's 256 MiB-in-1 GiB proportion, so its memtables fit the cgroup.\n\
          * The page cache is dropped the same way (`/proc/sys/vm/drop_caches`) before every cold and every LTM run.\n\
          * Runs of different engines are interleaved within each cell and repeated; the median is reported.\n\
-         * All vmemkv variants read the same loaded corpus; each rival loads its own with `fillseq`.\n\
-         * Destructive workloads run after the read workloads; Insert runs on a fresh, empty database.\n",
+         * All vmemkv variants read the same loaded corpus; each rival loads its own with `fillseq`.\n",
     );
+    s.push_str(&start_rules_md(results));
     s
+}
+
+/// How each run started (the same state for every engine) and whether a
+/// warm-up preceded it, as the run recorded them; runs made before these
+/// rules are described as they were.
+fn start_rules_md(results: &Results) -> String {
+    let mut s = String::new();
+    if results.fresh_copies {
+        s.push_str(
+            "* **Same starting state.** A write cell (Update, YCSB-E, Delete) runs on a fresh copy of the \
+             loaded corpus made just before the run (`cp -a --reflink=auto`: a reflink where the file \
+             system offers one, else a copy) and removed after it; a read cell reopens the loaded corpus, \
+             which no run changes; Insert starts from an empty database. No repeat, thread count or \
+             workload inherits another run's writes.\n",
+        );
+    } else {
+        s.push_str(
+            "* Destructive workloads run after the read workloads, on the corpus the earlier cells changed; \
+             Insert runs on a fresh, empty database.\n",
+        );
+    }
+    let warm: Vec<&str> = ordered_unique(&results.runs, |r| r.workload.as_str())
+        .into_iter()
+        .filter(|w| results.runs.iter().any(|r| r.workload == *w && r.warmup))
+        .collect();
+    if !warm.is_empty() {
+        let _ = writeln!(
+            s,
+            "* **Warm-up.** Before each measured run of {}, the same benchmark runs once in the same \
+             process on the same open database and is not counted (`--benchmarks=b,b`, the second \
+             result is reported), so page faults and first reads fall outside the measured window. \
+             Insert and Delete take none (a second pass would find its keys written or deleted), nor \
+             do the cold MultiScans (it would warm the cache they measure cold).",
+            warm.join(", ")
+        );
+    }
+    s
+}
+
+/// Every repeat's ops/sec per (scenario, workload, threads, variant).
+fn repeats(results: &Results) -> BTreeMap<(String, String, usize, String), Vec<f64>> {
+    let mut groups: BTreeMap<_, Vec<f64>> = BTreeMap::new();
+    for r in &results.runs {
+        if let Some(x) = r.ops_per_sec {
+            groups
+                .entry((
+                    r.scenario.clone(),
+                    r.workload.clone(),
+                    r.threads,
+                    r.variant.clone(),
+                ))
+                .or_default()
+                .push(x);
+        }
+    }
+    groups
+}
+
+/// The spread column: min-max and how far apart as a share of the median,
+/// flagged when the repeats disagree by more than [`stats::UNSTEADY`].
+fn spread_text(xs: &[f64]) -> String {
+    match stats::spread(xs) {
+        Some(_) if xs.len() < 2 => "- (1 run)".into(),
+        Some((min, max, sp)) => {
+            let flag = if sp > stats::UNSTEADY {
+                " **unsteady**"
+            } else {
+                ""
+            };
+            format!(
+                "{}-{} ({:.0}%){flag}",
+                fmt_ops(min),
+                fmt_ops(max),
+                100.0 * sp
+            )
+        }
+        None => "-".into(),
+    }
+}
+
+/// The cells whose repeats disagree by more than [`stats::UNSTEADY`] of
+/// their median, as `scenario | workload | Nt | variant`.
+pub fn unsteady_cells(results: &Results) -> Vec<String> {
+    repeats(results)
+        .into_iter()
+        .filter(|(_, xs)| xs.len() >= 2)
+        .filter(|(_, xs)| stats::spread(xs).is_some_and(|(_, _, sp)| sp > stats::UNSTEADY))
+        .map(|((sc, w, t, v), _)| format!("{sc} | {w} | {t}t | {v}"))
+        .collect()
 }
 
 fn all_medians_md(results: &Results) -> String {
     let m = medians(results);
-    let mut s = String::from("## All medians (ops/sec)\n\n| scenario | workload | threads | variant | median ops/s | peak mem |\n|---|---|---|---|---|---|\n");
+    let reps = repeats(results);
+    let mut s = format!(
+        "## All medians (ops/sec)\n\nspread: the slowest and fastest repeat and their distance as a share of the median; \
+         **unsteady** marks repeats more than {:.0}% apart, a figure to rerun before trusting.\n\n\
+         | scenario | workload | threads | variant | median ops/s | spread | peak mem |\n|---|---|---|---|---|---|---|\n",
+        100.0 * stats::UNSTEADY
+    );
     for ((sc, w, t, v), x) in &m {
+        let spread = reps
+            .get(&(sc.clone(), w.clone(), *t, v.clone()))
+            .map_or_else(|| "-".to_string(), |xs| spread_text(xs));
         let peak = results
             .runs
             .iter()
@@ -276,7 +360,22 @@ fn all_medians_md(results: &Results) -> String {
             .filter_map(|r| r.cgroup_peak_bytes.or(r.max_rss_kib.map(|k| k * 1024)))
             .max()
             .map_or("-".to_string(), |b| format!("{} MiB", b >> 20));
-        let _ = writeln!(s, "| {sc} | {w} | {t} | {v} | {} | {peak} |", fmt_ops(*x));
+        let _ = writeln!(
+            s,
+            "| {sc} | {w} | {t} | {v} | {} | {spread} | {peak} |",
+            fmt_ops(*x)
+        );
+    }
+    let unsteady = unsteady_cells(results);
+    if !unsteady.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n### Unsteady cells (repeats more than {:.0}% apart)\n",
+            100.0 * stats::UNSTEADY
+        );
+        for c in unsteady {
+            let _ = writeln!(s, "* {c}");
+        }
     }
     for (status, title) in [
         ("failed", "Failed runs"),
@@ -865,6 +964,8 @@ pub(super) mod tests {
             timeline: vec![],
             note: None,
             args: vec![],
+            warmup: false,
+            start: String::new(),
         }
     }
 
@@ -887,7 +988,53 @@ pub(super) mod tests {
             runs,
             missing: Vec::new(),
             resumed_from: Vec::new(),
+            fresh_copies: false,
         }
+    }
+
+    #[test]
+    fn spread_beside_the_median_and_unsteady_cells_flagged() {
+        let mut runs = Vec::new();
+        for (rep, (steady, wobbly)) in [(100.0, 100.0), (104.0, 130.0), (96.0, 90.0)]
+            .into_iter()
+            .enumerate()
+        {
+            runs.push(run("S", "W", "steady", true, 1, rep, steady));
+            runs.push(run("S", "W", "wobbly", false, 1, rep, wobbly));
+        }
+        let r = results(runs);
+        assert_eq!(unsteady_cells(&r), vec!["S | W | 1t | wobbly".to_string()]);
+        let md = markdown(&r);
+        assert!(
+            md.contains("| S | W | 1 | steady | 100 | 96-104 (8%) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| S | W | 1 | wobbly | 100 | 90-130 (40%) **unsteady** |"),
+            "{md}"
+        );
+        assert!(md.contains("### Unsteady cells"), "{md}");
+        assert_eq!(spread_text(&[5.0]), "- (1 run)");
+    }
+
+    #[test]
+    fn the_report_states_the_starting_state_and_warm_up_rules() {
+        let mut old = results(vec![run("S", "Get Miss", "v", true, 1, 0, 1.0)]);
+        let md = markdown(&old);
+        assert!(
+            md.contains("Destructive workloads run after the read workloads"),
+            "{md}"
+        );
+        assert!(!md.contains("Same starting state") && !md.contains("**Warm-up.**"));
+        old.fresh_copies = true;
+        old.runs[0].warmup = true;
+        let md = markdown(&old);
+        assert!(md.contains("**Same starting state.** A write cell"), "{md}");
+        assert!(md.contains("`cp -a --reflink=auto`"), "{md}");
+        assert!(
+            md.contains("**Warm-up.** Before each measured run of Get Miss,"),
+            "{md}"
+        );
     }
 
     #[test]

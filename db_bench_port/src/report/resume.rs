@@ -141,6 +141,8 @@ mod tests {
             timeline: Vec::new(),
             note: None,
             args: Vec::new(),
+            warmup: false,
+            start: String::new(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Runs that fit: `results.json` after every cell, `--budget` stopping at a
 //! cell boundary with a report that says it is partial, and `--resume`
 //! running only the missing cells. At smoke scale, one scenario, one
-//! thread, vmemkv only (11 cells of one run each).
+//! thread, vmemkv and the null engine's ceiling (11 cells of two runs).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -10,6 +10,10 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 const CELLS: usize = 11;
+
+/// Runs per cell: vmemkv and the harness ceiling (`null-ceiling`), one
+/// repeat each at smoke scale.
+const PER_CELL: usize = 2;
 
 fn report(out: &Path, work: &Path, db_bench: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_vmemkv_report"))
@@ -105,11 +109,8 @@ fn budget_stops_at_a_cell_boundary_and_resume_runs_only_what_is_missing() {
             .filter_map(Value::as_str)
             .collect();
         let db = args.iter().find(|a| a.starts_with("--db=")).expect("--db");
-        assert_eq!(
-            db.ends_with("/8B-mem/vmemkv"),
-            want == "corpus",
-            "{w}: {db}"
-        );
+        let corpus = format!("/8B-mem/{}", r["engine"].as_str().unwrap_or(""));
+        assert_eq!(db.ends_with(&corpus), want == "corpus", "{w}: {db}");
         let warm = !matches!(w, "Insert" | "Delete") && !w.contains("(cold)");
         assert_eq!(r["warmup"], warm, "{w}");
         let bench = r["bench"].as_str().unwrap_or("");
@@ -117,6 +118,13 @@ fn budget_stops_at_a_cell_boundary_and_resume_runs_only_what_is_missing() {
         assert_eq!(args.contains(&twice.as_str()), warm, "{w}: {args:?}");
     }
     assert!(md.contains("**Same starting state.**") && md.contains("**Warm-up.**"));
+    // The null engine ran every cell as the harness's ceiling, never as a
+    // rival (this run has none).
+    assert!(md.contains("## Harness ceiling, 1 thread\n"), "{md}");
+    assert!(runs(&v)
+        .iter()
+        .any(|r| r["engine"] == "null" && r["status"] == "ok"));
+    assert!(md.contains("no rival"), "{md}");
 
     // Drop one cell: a resume runs it alone and keeps every other run as
     // it was (same figures, not measured again).
@@ -136,7 +144,7 @@ fn budget_stops_at_a_cell_boundary_and_resume_runs_only_what_is_missing() {
     assert!(o.status.success(), "{}", text(&o));
     let v = results(out.path());
     assert_eq!(cells(&v).len(), CELLS);
-    assert_eq!(runs(&v).len(), kept.len() + 1);
+    assert_eq!(runs(&v).len(), kept.len() + PER_CELL);
     for k in &kept {
         assert!(runs(&v).contains(k), "a kept run changed or was rerun: {k}");
     }
@@ -149,8 +157,9 @@ fn budget_stops_at_a_cell_boundary_and_resume_runs_only_what_is_missing() {
 fn results_json_holds_every_finished_cell_of_a_killed_run() {
     let out = tempfile::tempdir().expect("tempdir");
     let work = tempfile::tempdir().expect("tempdir");
-    // db_bench behind a wrapper that kills the report at its fifth call:
-    // the load, three cells, then death during the fourth cell. Two thread
+    // db_bench behind a wrapper that kills the report at its ninth call:
+    // two loads, three cells of two runs, then death during the fourth
+    // cell. Two thread
     // counts make two cells per workload, so the third cell is written
     // only by the write after every cell (not the one after each workload).
     let wrapper = work.path().join("db_bench_then_kill");
@@ -159,7 +168,7 @@ fn results_json_holds_every_finished_cell_of_a_killed_run() {
         &wrapper,
         format!(
             "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > '{c}'\n\
-             if [ $n -ge 5 ]; then kill -9 $PPID; exit 1; fi\nexec '{b}' \"$@\"\n",
+             if [ $n -ge 9 ]; then kill -9 $PPID; exit 1; fi\nexec '{b}' \"$@\"\n",
             c = count.display(),
             b = env!("CARGO_BIN_EXE_db_bench")
         ),

@@ -313,8 +313,24 @@ pub fn variants(scale: Scale, with_rivals: bool) -> Vec<Variant> {
             });
         }
     }
+    // The harness's own ceiling: the same db_bench lines against an engine
+    // that stores nothing. Not a rival: the winner table leaves it out,
+    // and a cell near it measures db_bench rather than the engine.
+    v.push(Variant {
+        label: CEILING_LABEL,
+        engine: CEILING_ENGINE,
+        flags: &[],
+        is_vmemkv: false,
+        all_threads: true,
+    });
     v
 }
+
+/// The `--engine=` of the ceiling variant.
+pub const CEILING_ENGINE: &str = "null";
+
+/// The ceiling variant's label.
+pub const CEILING_LABEL: &str = "null-ceiling";
 
 /// Thread counts per cell at a scale. Smoke runs one count: it proves the
 /// pipeline, not the scaling.

@@ -258,6 +258,11 @@ fn engine_versions(with_rivals: bool) -> Vec<(String, String)> {
         ));
     }
     v.push((
+        matrix::CEILING_LABEL.into(),
+        "the null engine: stores nothing, so its figure is db_bench's own ceiling; not a rival"
+            .into(),
+    ));
+    v.push((
         "HaloDB".into(),
         "not run: Java, not reachable from this machine's registries".into(),
     ));

@@ -19,13 +19,19 @@ fn medians(results: &Results) -> Medians {
         .collect()
 }
 
+/// Whether `r` is a run of the harness's ceiling (the null engine): never
+/// a rival.
+pub fn is_ceiling(r: &Run) -> bool {
+    r.engine == super::matrix::CEILING_ENGINE
+}
+
 /// The rival variants measured, in the order they ran.
 pub fn rivals(results: &Results) -> Vec<&str> {
     let mut seen = BTreeSet::new();
     let mut v: Vec<&str> = results
         .runs
         .iter()
-        .filter(|r| !r.is_vmemkv)
+        .filter(|r| !r.is_vmemkv && !is_ceiling(r))
         .map(|r| r.variant.as_str())
         .chain(
             results
@@ -88,6 +94,7 @@ pub fn winner_cell(
                     && r.workload == workload
                     && r.threads == threads
                     && r.is_vmemkv == vmemkv
+                    && !is_ceiling(r)
             })
             .map(|r| r.variant.clone())
             .collect::<BTreeSet<_>>()
@@ -174,6 +181,52 @@ pub fn winner_table_md_at(results: &Results, threads: usize) -> String {
         let texts: Vec<String> = row.iter().map(|(_, _, c, nr)| c.text(*nr)).collect();
         let _ = writeln!(s, "| {w} | {} |", texts.join(" | "));
     }
+    s
+}
+
+/// The harness ceiling table: per workload and scenario, the null
+/// engine's median (db_bench against an engine that stores nothing) and
+/// the best vmemkv variant as a share of it. Empty when it did not run.
+pub fn ceiling_md(results: &Results, threads: usize) -> String {
+    let ceiling: Vec<&Run> = results
+        .runs
+        .iter()
+        .filter(|r| is_ceiling(r) && r.threads == threads)
+        .collect();
+    let Some(label) = ceiling.first().map(|r| r.variant.clone()) else {
+        return String::new();
+    };
+    let m = medians(results);
+    let scenarios = ordered_unique(&results.runs, |r| r.scenario.as_str());
+    let workloads = ordered_unique(&results.runs, |r| r.workload.as_str());
+    let mut s = format!(
+        "## Harness ceiling, {threads} thread{}\n\n\
+         The same db_bench lines against the null engine, which stores nothing: how fast db_bench \
+         itself goes. Each cell: the ceiling's median, and the best vmemkv variant as a share of it; \
+         near 100% the cell measures db_bench, not the engine.\n\n\
+         | workload | {} |\n|---|{}\n",
+        if threads == 1 { "" } else { "s" },
+        scenarios.join(" | "),
+        "---|".repeat(scenarios.len())
+    );
+    for w in &workloads {
+        let texts: Vec<String> = scenarios
+            .iter()
+            .map(|sc| {
+                let key = |v: &str| (sc.to_string(), w.to_string(), threads, v.to_string());
+                let cell = winner_cell(results, &m, sc, w, threads);
+                match (m.get(&key(&label)), cell.vmemkv) {
+                    (Some(c), Some((_, x))) if *c > 0.0 => {
+                        format!("{} ops/s; vmemkv {:.0}%", fmt_ops(*c), 100.0 * x / c)
+                    }
+                    (Some(c), _) => format!("{} ops/s", fmt_ops(*c)),
+                    _ => "-".into(),
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "| {w} | {} |", texts.join(" | "));
+    }
+    s.push('\n');
     s
 }
 
@@ -589,6 +642,7 @@ pub fn markdown(results: &Results) -> String {
     );
     s.push_str(&winner_table_md(results));
     s.push('\n');
+    s.push_str(&ceiling_md(results, max_threads(results)));
     s.push_str(&super::bgjobs::table_md(&results.background_jobs));
     s.push('\n');
     s.push_str(&device_md(results));
@@ -777,6 +831,11 @@ pub fn html(results: &Results) -> String {
     }
     let _ = writeln!(s, "<h2>Winner table</h2>");
     s.push_str(&md_to_html_table(&winner_table_md(results)));
+    let ceiling = ceiling_md(results, max_threads(results));
+    if !ceiling.is_empty() {
+        let _ = writeln!(s, "<h2>Harness ceiling</h2>");
+        s.push_str(&md_to_html_table(&ceiling));
+    }
     let device = device_sections(results);
     if !device.is_empty() {
         let _ = writeln!(
@@ -1035,6 +1094,28 @@ pub(super) mod tests {
             md.contains("**Warm-up.** Before each measured run of Get Miss,"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn the_null_engine_is_a_ceiling_never_a_rival() {
+        let mut runs = Vec::new();
+        for rep in 0..3 {
+            runs.push(run("S", "W", "vm", true, 4, rep, 300.0));
+            runs.push(run("S", "W", "rival", false, 4, rep, 100.0));
+            let mut c = run("S", "W", "null-ceiling", false, 4, rep, 1000.0);
+            c.engine = "null".into();
+            runs.push(c);
+        }
+        let r = results(runs);
+        assert_eq!(rivals(&r), vec!["rival"]);
+        let cells = winner_cells(&r, 4);
+        assert_eq!(cells[0].2.rival, Some(("rival".to_string(), 100.0)));
+        let md = markdown(&r);
+        assert!(md.contains("## Harness ceiling, 4 threads"), "{md}");
+        assert!(md.contains("| W | 1.0k ops/s; vmemkv 30% |"), "{md}");
+        assert!(html(&r).contains("<h2>Harness ceiling</h2>"));
+        // No ceiling runs, no section.
+        assert_eq!(ceiling_md(&results(Vec::new()), 4), "");
     }
 
     #[test]

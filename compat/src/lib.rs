@@ -22,6 +22,7 @@ mod destroy;
 pub mod engines;
 pub mod error;
 pub mod iter;
+mod lock;
 pub mod multiscan;
 pub mod options;
 pub mod registry;

@@ -12,8 +12,32 @@ pub const DEFAULT_IO_COALESCE_THRESHOLD: u64 = 16 * 1024;
 
 /// One range of a MultiScan: `[start, limit)`, open-ended when `limit` is
 /// `None`; a range without `start` is rejected with `InvalidArgument`, as
-/// in RocksDB. The engine's type, so a range crosses the adapter as is.
-pub use vmemkv::ScanRange;
+/// in RocksDB.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanRange {
+    /// First key. `None` is rejected with `InvalidArgument`, as in RocksDB.
+    pub start: Option<Vec<u8>>,
+    /// First key past the range; `None` scans to the end.
+    pub limit: Option<Vec<u8>>,
+}
+
+impl ScanRange {
+    /// `[start, limit)`.
+    pub fn new(start: &[u8], limit: &[u8]) -> Self {
+        ScanRange {
+            start: Some(start.to_vec()),
+            limit: Some(limit.to_vec()),
+        }
+    }
+
+    /// `[start, ∞)`.
+    pub fn unbounded(start: &[u8]) -> Self {
+        ScanRange {
+            start: Some(start.to_vec()),
+            limit: None,
+        }
+    }
+}
 
 /// Arguments of a MultiScan (RocksDB's `MultiScanArgs`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -74,7 +74,8 @@ impl EngineKind {
     /// Whether this build includes the engine.
     pub fn is_compiled_in(self) -> bool {
         match self {
-            EngineKind::Vmemkv | EngineKind::Null => true,
+            EngineKind::Vmemkv => cfg!(feature = "vmemkv"),
+            EngineKind::Null => true,
             EngineKind::RocksDb | EngineKind::BlobDb => cfg!(feature = "rocksdb"),
             EngineKind::Lmdb => cfg!(feature = "lmdb"),
             EngineKind::Fjall | EngineKind::FjallBlob => cfg!(feature = "fjall"),
@@ -109,7 +110,8 @@ impl EngineKind {
     /// The cargo feature that compiles the engine in, if any.
     pub fn cargo_feature(self) -> Option<&'static str> {
         match self {
-            EngineKind::Vmemkv | EngineKind::Null => None,
+            EngineKind::Vmemkv => Some("vmemkv"),
+            EngineKind::Null => None,
             EngineKind::RocksDb | EngineKind::BlobDb => Some("rocksdb"),
             EngineKind::Lmdb => Some("lmdb"),
             EngineKind::Fjall | EngineKind::FjallBlob => Some("fjall"),
@@ -147,8 +149,13 @@ impl FromStr for EngineKind {
 
 fn not_compiled(kind: EngineKind) -> Error {
     let feature = kind.cargo_feature().unwrap_or("?");
+    let or = if kind == EngineKind::Vmemkv {
+        "a default feature"
+    } else {
+        "or `--features rivals`"
+    };
     Error::NotSupported(format!(
-        "engine '{kind}' is not compiled into this build; rebuild with `--features {feature}` (or `--features rivals`)"
+        "engine '{kind}' is not compiled into this build; rebuild with `--features {feature}` ({or})"
     ))
 }
 
@@ -163,6 +170,7 @@ fn not_compiled(kind: EngineKind) -> Error {
 /// ```
 pub fn open(kind: EngineKind, path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
     match kind {
+        #[cfg(feature = "vmemkv")]
         EngineKind::Vmemkv => crate::engines::vmemkv::open(path, opts),
         EngineKind::Null => crate::engines::null::open(path, opts),
         #[cfg(feature = "rocksdb")]

@@ -14,4 +14,5 @@ pub mod rocksdb;
 pub mod rocksdb_keys;
 #[cfg(feature = "sparkey")]
 pub mod sparkey;
+#[cfg(feature = "vmemkv")]
 pub mod vmemkv;

@@ -35,8 +35,8 @@ pub use destroy::{destroy, is_engine_database};
 pub use error::{Error, IoFailure, Result};
 pub use iter::{DbIterator, Entries, ErrorIterator};
 pub use multiscan::{
-    collect_multi_scan, IterMultiScan, MultiScan, MultiScanArgs, ScanRange, ScanResults,
-    DEFAULT_IO_COALESCE_THRESHOLD,
+    collect_multi_scan, InvalidScan, IterMultiScan, MultiScan, MultiScanArgs, ScanRange,
+    ScanResults, DEFAULT_IO_COALESCE_THRESHOLD,
 };
 pub use options::{EngineOptions, Limits, OptionMap, ReadOptions, WriteOptions};
 pub use registry::{open, EngineKind};

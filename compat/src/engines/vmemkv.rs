@@ -308,15 +308,8 @@ impl Db for VmemkvDb {
     ) -> Result<Box<dyn MultiScan + 'a>> {
         // Same validation and messages as every other engine.
         args.validate()?;
-        let ranges = args.ranges.iter().map(|r| vmemkv::ScanRange {
-            start: r.start.clone(),
-            limit: r.limit.clone(),
-        });
-        let native = vmemkv::MultiScanArgs {
-            ranges: ranges.collect(),
-            use_async_io: args.use_async_io,
-            io_coalesce_threshold: args.io_coalesce_threshold,
-            max_prefetch_size: args.max_prefetch_size,
+        let native = vmemkv::MultiScanOptions {
+            args: args.clone(),
             lower_bound: opts.iterate_lower_bound.clone(),
             upper_bound: opts.iterate_upper_bound.clone(),
             verify_checksums: opts.verify_checksums,

@@ -238,6 +238,9 @@ fn header_md(results: &Results) -> String {
         "Scale **{}**, {} UTC, git `{}`. Each run lasts {} s in memory and {} s larger than memory (0 = bounded by operation count); each cell is the median of {} interleaved repeats.\n",
         results.scale, results.date, results.git_revision, results.run_secs, results.ltm_run_secs, results.repeats
     );
+    if let Some(note) = super::matrix::short_window_note(results.run_secs, results.ltm_run_secs) {
+        let _ = writeln!(s, "{note}\n");
+    }
     if !results.resumed_from.is_empty() {
         let _ = writeln!(
             s,
@@ -1049,6 +1052,15 @@ pub(super) mod tests {
             resumed_from: Vec::new(),
             fresh_copies: false,
         }
+    }
+
+    #[test]
+    fn the_header_says_when_windows_are_short() {
+        let mut r = results(vec![]);
+        assert!(header_md(&r).contains("**Short windows**"));
+        r.run_secs = super::super::matrix::MEASURED_SECS;
+        r.ltm_run_secs = super::super::matrix::MEASURED_SECS;
+        assert!(!header_md(&r).contains("Short windows"));
     }
 
     #[test]

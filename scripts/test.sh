@@ -54,6 +54,11 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy (release, $what)"
 cargo clippy --release --workspace --all-targets "${feature_args[@]}" -- -D warnings
+# The trait crate with no engine at all (TiKV's engine_traits rule): only
+# the null engine, vmemkv's adapter being a default feature.
+echo "== cargo clippy + test -p vmemkv-compat --no-default-features (no engine)"
+cargo clippy --release -p vmemkv-compat --no-default-features --all-targets -- -D warnings
+cargo test --release -p vmemkv-compat --no-default-features --lib --quiet
 echo "== cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --workspace "${feature_args[@]}" --quiet
 echo "== cargo test (release, $what)"

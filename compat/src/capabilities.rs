@@ -48,10 +48,14 @@ impl fmt::Display for Capability {
     }
 }
 
-/// The optional operation groups an engine lacks, each with the reason.
+/// The optional operation groups an engine lacks, each with the reason,
+/// and whether it keeps what it is given at all.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Capabilities {
     missing: Vec<(Capability, &'static str)>,
+    /// Set for an engine that answers every call but stores nothing (the
+    /// null engine): a caller that checks what it wrote must skip it.
+    discards: Option<&'static str>,
 }
 
 impl Capabilities {
@@ -86,6 +90,19 @@ impl Capabilities {
     pub fn missing(&self) -> &[(Capability, &'static str)] {
         &self.missing
     }
+
+    /// Marks the engine as one that drops every write, with a sentence
+    /// saying so (e.g. `"null: stores nothing"`).
+    pub fn discarding_writes(mut self, why: &'static str) -> Self {
+        self.discards = Some(why);
+        self
+    }
+
+    /// Why the engine keeps nothing it is given, or `None` for an engine
+    /// that stores data (every real one).
+    pub fn discards_writes(&self) -> Option<&'static str> {
+        self.discards
+    }
 }
 
 #[cfg(test)]
@@ -106,5 +123,9 @@ mod tests {
         );
         assert!(c.supports(Capability::Snapshots));
         assert_eq!(c.missing().len(), 1);
+        assert_eq!(c.discards_writes(), None);
+        let null = Capabilities::all().discarding_writes("stores nothing");
+        assert_eq!(null.discards_writes(), Some("stores nothing"));
+        assert!(Capability::ALL.iter().all(|c| null.supports(*c)));
     }
 }

@@ -16,7 +16,7 @@ use crate::registry::EngineKind;
 /// Whether `name` is a file that engine `kind` creates in its directory.
 pub(crate) fn owns_file(kind: EngineKind, name: &str) -> bool {
     match kind {
-        EngineKind::Vmemkv => vmemkv::is_own_file(name),
+        EngineKind::Vmemkv => vmemkv_file(name),
         EngineKind::RocksDb | EngineKind::BlobDb => rocksdb_file(name),
         // The adapter's LOCK beside LMDB's own two files.
         EngineKind::Lmdb => matches!(name, "data.mdb" | "lock.mdb" | "LOCK"),
@@ -25,7 +25,26 @@ pub(crate) fn owns_file(kind: EngineKind, name: &str) -> bool {
         EngineKind::Fjall | EngineKind::FjallBlob => fjall_file(name),
         // The log, the index, and the adapter's LOCK.
         EngineKind::Sparkey => matches!(name, "data.spl" | "data.spi" | "LOCK"),
+        // Only the adapter's LOCK: it stores nothing.
+        EngineKind::Null => name == "LOCK",
     }
+}
+
+/// vmemkv's files (`engine/src/files.rs`): `LOCK`, `LOG`, `LOG.old`,
+/// `MANIFEST`, `LOGEND`, the segments `xxxxxxxx.seg`, the checkpoint
+/// snapshots `CHECKPOINT-nnnnnnnn.t1`, and any of them with `.tmp`. Spelled
+/// out here, as RocksDB's are, so that the trait crate knows them without
+/// the engine; a test checks it against the engine's own rule.
+fn vmemkv_file(name: &str) -> bool {
+    let base = name.strip_suffix(".tmp").unwrap_or(name);
+    let segment = base
+        .strip_suffix(".seg")
+        .is_some_and(|hex| hex.len() == 8 && u32::from_str_radix(hex, 16).is_ok());
+    let snapshot = base
+        .strip_prefix("CHECKPOINT-")
+        .and_then(|s| s.strip_suffix(".t1"))
+        .is_some_and(|d| digits(d) && d.parse::<u64>().is_ok());
+    matches!(base, "LOCK" | "LOG" | "LOG.old" | "MANIFEST" | "LOGEND") || segment || snapshot
 }
 
 /// fjall's top-level files (`db.rs`, `file.rs`): `lock`, `version`, the
@@ -88,7 +107,7 @@ pub fn is_engine_database(path: &Path) -> bool {
         || has(&|n| n == "data.mdb")
         || (has(&|n| n == "version") && has(&|n| n == "keyspaces"))
         || has(&|n| n == "data.spl")
-        || has(&|n| n == "LOGEND" || (n.ends_with(".seg") && vmemkv::is_own_file(n)))
+        || has(&|n| n == "LOGEND" || (n.ends_with(".seg") && vmemkv_file(n)))
 }
 
 /// Removes the database directory `path` and every engine file in it.
@@ -124,12 +143,12 @@ pub fn destroy(path: &Path) -> Result<()> {
         names.push(name);
     }
     // Held until the directory is gone: no open can start in between.
-    let lock = vmemkv::DirLock::acquire(path).map_err(|e| match e {
-        vmemkv::Error::Busy(m) => Error::Busy(format!(
+    let lock = crate::lock::DirLock::acquire(path).map_err(|e| match e {
+        Error::Busy(m) => Error::Busy(format!(
             "refusing to destroy {}: {m}; nothing was removed",
             path.display()
         )),
-        other => crate::engines::vmemkv::map_err(other),
+        other => other,
     })?;
     for name in &dirs {
         let dir = path.join(name);
@@ -152,6 +171,40 @@ pub fn destroy(path: &Path) -> Result<()> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vmemkv_names() {
+        let own = [
+            "LOCK",
+            "LOG",
+            "LOG.old",
+            "MANIFEST",
+            "MANIFEST.tmp",
+            "LOGEND",
+            "000000ab.seg",
+            "CHECKPOINT-00000042.t1",
+            "CHECKPOINT-00000042.t1.tmp",
+        ];
+        let other = [
+            "notes.txt",
+            "LOCK.bak",
+            "0000000g.seg",
+            "ab.seg",
+            "CHECKPOINT-.t1",
+            "CHECKPOINT-x.t1",
+        ];
+        for n in own {
+            assert!(vmemkv_file(n), "{n}");
+        }
+        for n in other {
+            assert!(!vmemkv_file(n), "{n}");
+        }
+        // The engine's own rule, when it is compiled in, agrees.
+        #[cfg(feature = "vmemkv")]
+        for n in own.iter().chain(&other) {
+            assert_eq!(vmemkv_file(n), vmemkv::is_own_file(n), "{n}");
+        }
+    }
 
     #[test]
     fn rocksdb_names() {
@@ -203,8 +256,7 @@ mod tests {
     fn an_open_database_is_busy() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("db");
-        let opened =
-            crate::open(EngineKind::Vmemkv, &db, &crate::EngineOptions::default()).unwrap();
+        let opened = crate::open(EngineKind::Null, &db, &crate::EngineOptions::default()).unwrap();
         let e = destroy(&db).unwrap_err();
         assert!(matches!(e, Error::Busy(_)), "{e}");
         assert!(db.join("LOCK").exists());

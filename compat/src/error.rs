@@ -2,9 +2,65 @@
 
 use std::fmt;
 
-/// The engine crate's I/O failure, shared so that an error keeps its
-/// `io::ErrorKind` across the adapter.
-pub use vmemkv::IoFailure;
+/// An I/O failure: the operating system's [`std::io::ErrorKind`] (so a
+/// caller can tell a full disk, `StorageFull`, from a read-only one,
+/// `ReadOnlyFilesystem`, or a permission problem) and a message naming the
+/// path or action. It reads as its message (`Deref<Target = str>`).
+///
+/// The trait crate's own type, the same shape as vmemkv's, so that it
+/// builds with no engine (`--no-default-features`); each adapter carries
+/// its engine's kind and message across.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoFailure {
+    kind: std::io::ErrorKind,
+    message: String,
+}
+
+impl IoFailure {
+    /// A failure of `kind` with `message`.
+    pub fn new(kind: std::io::ErrorKind, message: impl Into<String>) -> Self {
+        IoFailure {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// What the operating system reported (`Other` when it was not an OS
+    /// error).
+    pub fn kind(&self) -> std::io::ErrorKind {
+        self.kind
+    }
+
+    /// The message, naming the path or action.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<String> for IoFailure {
+    fn from(message: String) -> Self {
+        IoFailure::new(std::io::ErrorKind::Other, message)
+    }
+}
+
+impl std::ops::Deref for IoFailure {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl PartialEq<&str> for IoFailure {
+    fn eq(&self, other: &&str) -> bool {
+        self.message == *other
+    }
+}
 
 /// Shorthand for results carrying [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

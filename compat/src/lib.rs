@@ -7,7 +7,8 @@
 //! * `engines::*` holds one adapter per engine: vmemkv always, RocksDB and
 //!   RocksDB-BlobDB behind the `rocksdb` feature, LMDB behind `lmdb`,
 //!   fjall and fjall with key-value separation behind `fjall`, Sparkey
-//!   (a write-once hash store, point operations only) behind `sparkey`.
+//!   (a write-once hash store, point operations only) behind `sparkey`,
+//!   and `null`, which stores nothing (the caller's own ceiling).
 //!
 //! The trait modules (`error`, `options`, `batch`, `iter`, `multiscan`,
 //! `db`) depend on no engine, in the manner of TiKV's `engine_traits`.
@@ -21,6 +22,7 @@ mod destroy;
 pub mod engines;
 pub mod error;
 pub mod iter;
+mod lock;
 pub mod multiscan;
 pub mod options;
 pub mod registry;
@@ -33,8 +35,8 @@ pub use destroy::{destroy, is_engine_database};
 pub use error::{Error, IoFailure, Result};
 pub use iter::{DbIterator, Entries, ErrorIterator};
 pub use multiscan::{
-    collect_multi_scan, IterMultiScan, MultiScan, MultiScanArgs, ScanRange, ScanResults,
-    DEFAULT_IO_COALESCE_THRESHOLD,
+    collect_multi_scan, InvalidScan, IterMultiScan, MultiScan, MultiScanArgs, ScanRange,
+    ScanResults, DEFAULT_IO_COALESCE_THRESHOLD,
 };
 pub use options::{EngineOptions, Limits, OptionMap, ReadOptions, WriteOptions};
 pub use registry::{open, EngineKind};

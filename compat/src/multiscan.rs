@@ -7,80 +7,15 @@ use crate::error::{Error, Result};
 use crate::iter::DbIterator;
 use crate::options::ReadOptions;
 
-/// RocksDB's default `io_coalesce_threshold`.
-pub const DEFAULT_IO_COALESCE_THRESHOLD: u64 = 16 * 1024;
+// RocksDB's `MultiScanArgs` and its ranges are defined once, in
+// `vmemkv-scan-args`: this crate must build without the engine, and the
+// engine cannot depend on this crate, so the type sits below both, and a
+// scan's arguments cross the vmemkv adapter as they are.
+pub use vmemkv_scan_args::{InvalidScan, MultiScanArgs, ScanRange, DEFAULT_IO_COALESCE_THRESHOLD};
 
-/// One range of a MultiScan: `[start, limit)`, open-ended when `limit` is
-/// `None`; a range without `start` is rejected with `InvalidArgument`, as
-/// in RocksDB. The engine's type, so a range crosses the adapter as is.
-pub use vmemkv::ScanRange;
-
-/// Arguments of a MultiScan (RocksDB's `MultiScanArgs`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MultiScanArgs {
-    /// The ranges, in increasing start order.
-    pub ranges: Vec<ScanRange>,
-    /// Issue the reads for every range asynchronously in the prepare phase.
-    pub use_async_io: bool,
-    /// Reads closer than this many bytes are merged into one.
-    pub io_coalesce_threshold: u64,
-    /// Upper bound on prefetched bytes; 0 means unlimited.
-    pub max_prefetch_size: u64,
-}
-
-impl Default for MultiScanArgs {
-    fn default() -> Self {
-        MultiScanArgs {
-            ranges: Vec::new(),
-            use_async_io: false,
-            io_coalesce_threshold: DEFAULT_IO_COALESCE_THRESHOLD,
-            max_prefetch_size: 0,
-        }
-    }
-}
-
-impl MultiScanArgs {
-    /// Arguments scanning `ranges` with default settings.
-    pub fn new(ranges: Vec<ScanRange>) -> Self {
-        MultiScanArgs {
-            ranges,
-            ..Self::default()
-        }
-    }
-
-    /// Applies RocksDB's validation: a non-empty list, every range with a
-    /// start, `start < limit`, and starts in increasing order.
-    pub fn validate(&self) -> Result<()> {
-        if self.ranges.is_empty() {
-            return Err(Error::InvalidArgument(
-                "MultiScan: no scan ranges given".into(),
-            ));
-        }
-        let mut prev: Option<&[u8]> = None;
-        for (i, r) in self.ranges.iter().enumerate() {
-            let Some(start) = r.start.as_deref() else {
-                return Err(Error::InvalidArgument(format!(
-                    "MultiScan: range {i} has no start key"
-                )));
-            };
-            if let Some(limit) = r.limit.as_deref() {
-                if start >= limit {
-                    return Err(Error::InvalidArgument(format!(
-                        "MultiScan: range {i} has start >= limit"
-                    )));
-                }
-            }
-            if let Some(p) = prev {
-                if start < p {
-                    return Err(Error::InvalidArgument(format!(
-                        "MultiScan: range {i} starts before range {}; ranges must be in increasing order",
-                        i - 1
-                    )));
-                }
-            }
-            prev = Some(start);
-        }
-        Ok(())
+impl From<InvalidScan> for Error {
+    fn from(e: InvalidScan) -> Self {
+        Error::InvalidArgument(e.0)
     }
 }
 
@@ -238,22 +173,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn validation_matches_rocksdb() {
-        assert!(MultiScanArgs::new(vec![]).validate().is_err());
-        let no_start = ScanRange {
-            start: None,
-            limit: None,
-        };
-        assert!(MultiScanArgs::new(vec![no_start]).validate().is_err());
-        assert!(MultiScanArgs::new(vec![ScanRange::new(b"b", b"a")])
-            .validate()
-            .is_err());
-        assert!(MultiScanArgs::new(vec![ScanRange::new(b"b", b"b")])
-            .validate()
-            .is_err());
-        let out_of_order = vec![ScanRange::new(b"c", b"d"), ScanRange::new(b"a", b"b")];
-        assert!(MultiScanArgs::new(out_of_order).validate().is_err());
-        let ok = vec![ScanRange::new(b"a", b"b"), ScanRange::unbounded(b"c")];
-        assert!(MultiScanArgs::new(ok).validate().is_ok());
+    fn a_refused_scan_is_an_invalid_argument() {
+        let r: Result<()> = MultiScanArgs::new(vec![]).validate().map_err(Error::from);
+        assert_eq!(
+            r,
+            Err(Error::InvalidArgument(
+                "MultiScan: no scan ranges given".into()
+            ))
+        );
     }
 }

@@ -55,10 +55,26 @@ impl ReadOptions {
     }
 }
 
-/// Options for writes (RocksDB's `WriteOptions`): the engine's type, so
-/// the adapter passes it through (`sync`: durable on return; `disable_wal`:
-/// may be lost in a crash, never corrupts anything).
-pub use vmemkv::WriteOptions;
+/// Options for writes (RocksDB's `WriteOptions`). The trait crate's own
+/// type, so that it builds with no engine; adapters translate it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Durable before the call returns.
+    pub sync: bool,
+    /// The write may be lost in a crash until it is flushed; it never
+    /// corrupts anything.
+    pub disable_wal: bool,
+}
+
+impl WriteOptions {
+    /// `sync = true`.
+    pub fn sync() -> Self {
+        WriteOptions {
+            sync: true,
+            disable_wal: false,
+        }
+    }
+}
 
 /// The largest key and value an engine accepts. `None` means no limit a test
 /// could reach (e.g. RocksDB's are in the gigabytes).

@@ -26,11 +26,15 @@ pub enum EngineKind {
     /// Sparkey, a write-once hash store: point operations only (cargo
     /// feature `sparkey`).
     Sparkey,
+    /// Stores nothing: writes are dropped, reads find nothing. Always
+    /// available; it measures the caller (db_bench's own ceiling), not an
+    /// engine, and is not run by the conformance suite.
+    Null,
 }
 
 impl EngineKind {
     /// Every engine, compiled in or not.
-    pub const ALL: [EngineKind; 7] = [
+    pub const ALL: [EngineKind; 8] = [
         EngineKind::Vmemkv,
         EngineKind::RocksDb,
         EngineKind::BlobDb,
@@ -38,6 +42,7 @@ impl EngineKind {
         EngineKind::Fjall,
         EngineKind::FjallBlob,
         EngineKind::Sparkey,
+        EngineKind::Null,
     ];
 
     /// The name `FromStr` accepts.
@@ -50,13 +55,15 @@ impl EngineKind {
             EngineKind::Fjall => "fjall",
             EngineKind::FjallBlob => "fjall-blob",
             EngineKind::Sparkey => "sparkey",
+            EngineKind::Null => "null",
         }
     }
 
-    /// The cargo feature that builds the engine in (`""` for vmemkv, always in).
+    /// The cargo feature that builds the engine in (`""` for vmemkv and
+    /// null, always in).
     pub fn feature(self) -> &'static str {
         match self {
-            EngineKind::Vmemkv => "",
+            EngineKind::Vmemkv | EngineKind::Null => "",
             EngineKind::RocksDb | EngineKind::BlobDb => "rocksdb",
             EngineKind::Lmdb => "lmdb",
             EngineKind::Fjall | EngineKind::FjallBlob => "fjall",
@@ -67,7 +74,8 @@ impl EngineKind {
     /// Whether this build includes the engine.
     pub fn is_compiled_in(self) -> bool {
         match self {
-            EngineKind::Vmemkv => true,
+            EngineKind::Vmemkv => cfg!(feature = "vmemkv"),
+            EngineKind::Null => true,
             EngineKind::RocksDb | EngineKind::BlobDb => cfg!(feature = "rocksdb"),
             EngineKind::Lmdb => cfg!(feature = "lmdb"),
             EngineKind::Fjall | EngineKind::FjallBlob => cfg!(feature = "fjall"),
@@ -83,6 +91,16 @@ impl EngineKind {
             .collect()
     }
 
+    /// Every engine's name, comma-separated, in [`EngineKind::ALL`]'s order
+    /// (for messages: generated, so a new engine cannot be left out).
+    pub fn names() -> String {
+        Self::ALL
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Whether `name` is a file this engine creates in its directory
     /// (known whether or not the engine is compiled in).
     pub fn owns_file(self, name: &str) -> bool {
@@ -92,7 +110,8 @@ impl EngineKind {
     /// The cargo feature that compiles the engine in, if any.
     pub fn cargo_feature(self) -> Option<&'static str> {
         match self {
-            EngineKind::Vmemkv => None,
+            EngineKind::Vmemkv => Some("vmemkv"),
+            EngineKind::Null => None,
             EngineKind::RocksDb | EngineKind::BlobDb => Some("rocksdb"),
             EngineKind::Lmdb => Some("lmdb"),
             EngineKind::Fjall | EngineKind::FjallBlob => Some("fjall"),
@@ -119,9 +138,10 @@ impl FromStr for EngineKind {
             "fjall" => Ok(EngineKind::Fjall),
             "fjall-blob" | "fjall_blob" | "fjallblob" => Ok(EngineKind::FjallBlob),
             "sparkey" => Ok(EngineKind::Sparkey),
+            "null" => Ok(EngineKind::Null),
             other => Err(Error::InvalidArgument(format!(
-                "unknown engine '{other}'; expected one of vmemkv, rocksdb, blobdb, lmdb, \
-                 fjall, fjall-blob, sparkey"
+                "unknown engine '{other}'; expected one of {}",
+                EngineKind::names()
             ))),
         }
     }
@@ -129,8 +149,13 @@ impl FromStr for EngineKind {
 
 fn not_compiled(kind: EngineKind) -> Error {
     let feature = kind.cargo_feature().unwrap_or("?");
+    let or = if kind == EngineKind::Vmemkv {
+        "a default feature"
+    } else {
+        "or `--features rivals`"
+    };
     Error::NotSupported(format!(
-        "engine '{kind}' is not compiled into this build; rebuild with `--features {feature}` (or `--features rivals`)"
+        "engine '{kind}' is not compiled into this build; rebuild with `--features {feature}` ({or})"
     ))
 }
 
@@ -145,7 +170,9 @@ fn not_compiled(kind: EngineKind) -> Error {
 /// ```
 pub fn open(kind: EngineKind, path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
     match kind {
+        #[cfg(feature = "vmemkv")]
         EngineKind::Vmemkv => crate::engines::vmemkv::open(path, opts),
+        EngineKind::Null => crate::engines::null::open(path, opts),
         #[cfg(feature = "rocksdb")]
         EngineKind::RocksDb => crate::engines::rocksdb::open(path, opts, false),
         #[cfg(feature = "rocksdb")]

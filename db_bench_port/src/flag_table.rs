@@ -517,7 +517,8 @@ pub static ALIASES: &[(&str, &str)] = &[
 
 /// Short descriptions of the port's flags for `--help`.
 pub static PORT_HELP: &[(&str, &str)] = &[
-    ("engine", "Engine to benchmark, one of those listed at the top (env DB_BENCH_ENGINE sets the default)"),
+    // The engine list is appended by `flags::help_text` from the registry.
+    ("engine", "Engine to benchmark (env DB_BENCH_ENGINE sets the default); one of"),
     ("json", "Write every result with all figures and settings to this JSON file"),
     ("zipf_alpha", "Zipf exponent for the *_zipf and ycsb_e workloads"),
     ("timeline", "Print a per-second ops/sec timeline after each benchmark (always on for ycsb_e)"),

@@ -505,7 +505,13 @@ pub fn help_text() -> String {
             .iter()
             .find(|(n, _)| *n == def.name)
             .map_or("", |(_, h)| *h);
-        help_line(&mut out, def, desc);
+        if def.name == "engine" {
+            // Generated from the registry, so a new engine cannot be
+            // missing from the line that documents the flag.
+            help_line(&mut out, def, &format!("{desc} {}", engine_list()));
+        } else {
+            help_line(&mut out, def, desc);
+        }
     }
     out.push_str("\ndb_bench flags honoured for every engine:\n");
     for def in ROCKSDB_FLAGS
@@ -516,7 +522,7 @@ pub fn help_text() -> String {
     }
     out.push_str(
         "\nRocksDB-only tuning flags: forwarded to --engine=rocksdb/blobdb where marked, \
-         accepted and ignored for vmemkv and lmdb (no meaning there):\n",
+         accepted and ignored for every other engine (no meaning there):\n",
     );
     for def in ROCKSDB_FLAGS
         .iter()
@@ -629,6 +635,19 @@ impl Flags {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_engine_flag_line_names_every_engine() {
+        let h = help_text();
+        let line = h
+            .lines()
+            .find(|l| l.trim_start().starts_with("-engine ("))
+            .unwrap_or_else(|| panic!("no -engine line in\n{h}"));
+        for k in vmemkv_compat::EngineKind::ALL {
+            let named = line.split([',', ' ', '(', ')']).any(|w| w == k.as_str());
+            assert!(named, "the -engine line lacks {}: {line}", k.as_str());
+        }
+    }
 
     #[test]
     fn help_names_every_engine_and_how_to_build_the_missing_ones() {

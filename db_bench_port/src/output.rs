@@ -97,6 +97,7 @@ pub fn engine_label(engine: EngineChoice) -> &'static str {
         EngineChoice::Compat(EngineKind::Fjall) => "fjall",
         EngineChoice::Compat(EngineKind::FjallBlob) => "fjall-blob",
         EngineChoice::Compat(EngineKind::Sparkey) => "Sparkey",
+        EngineChoice::Compat(EngineKind::Null) => "null",
         EngineChoice::HarnessTest => "harness_test",
     }
 }

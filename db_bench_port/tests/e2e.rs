@@ -10,8 +10,13 @@ use common::{db_bench, result_line, Run};
 use regex::Regex;
 use vmemkv_compat::EngineKind;
 
+/// Every engine that stores data: these tests read back what they wrote,
+/// which the null engine drops by design (its own test is below).
 fn engines() -> Vec<EngineKind> {
     EngineKind::compiled_in()
+        .into_iter()
+        .filter(|k| *k != EngineKind::Null)
+        .collect()
 }
 
 /// Engines without ordered iteration (Sparkey's hash index): their scan
@@ -297,4 +302,32 @@ fn device_reads_line_counts_what_a_cold_benchmark_read() {
     let plain = db_bench(&[&base[..], &["--benchmarks=readseq", "--use_existing_db=1"]].concat());
     ok(&plain, "readseq");
     assert!(!plain.stdout.contains("Device reads"), "{}", plain.stdout);
+}
+
+/// `--engine=null` runs every benchmark, finds nothing and keeps nothing:
+/// the harness's own ceiling.
+#[test]
+fn the_null_engine_runs_everything_and_finds_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = format!("--db={}", dir.path().join("db").display());
+    let r = db_bench(&[
+        "--engine=null",
+        &db,
+        "--benchmarks=fillseq,readrandom,seekrandom,multiscan,deleterandom",
+        "--num=1000",
+        "--seek_nexts=10",
+        "--multiscan_size=4",
+        "--multiscan_stride=50",
+    ]);
+    ok(&r, "null engine");
+    let rr = result_line(&r.stdout, "readrandom").expect("readrandom");
+    assert!(rr.ends_with("(0 of 1000 found)"), "{rr}");
+    for name in ["fillseq", "seekrandom", "multiscan", "deleterandom"] {
+        assert!(
+            result_line(&r.stdout, name).is_some(),
+            "no {name}\n{}",
+            r.stdout
+        );
+    }
+    assert!(r.stderr.contains("null"), "{}", r.stderr);
 }

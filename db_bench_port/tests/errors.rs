@@ -43,7 +43,7 @@ fn a_refused_value_names_its_flag_and_keeps_its_message() {
         (
             &["--engine=nosuch"][..],
             "engine",
-            "Invalid argument: unknown engine 'nosuch'; expected one of vmemkv, rocksdb, blobdb, lmdb, fjall, fjall-blob, sparkey",
+            "Invalid argument: unknown engine 'nosuch'; expected one of vmemkv, rocksdb, blobdb, lmdb, fjall, fjall-blob, sparkey, null",
         ),
     ] {
         let e = config(argv).expect_err("refused");

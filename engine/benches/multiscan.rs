@@ -21,7 +21,7 @@ use vmemkv::internals::Log;
 use vmemkv::internals::MapOpts;
 use vmemkv::internals::{self as multiscan, residency};
 use vmemkv::internals::{Entry, Locator, Payload, T1Config, T1};
-use vmemkv::{BufferMode, MultiScanArgs, ScanRange};
+use vmemkv::{BufferMode, MultiScanOptions, ScanRange};
 
 const SEG: usize = 64 << 20;
 const SCANS: u64 = 15;
@@ -115,10 +115,9 @@ fn op(st: &Store, n: u64, seed: &mut u64, async_io: bool, mode: BufferMode) -> u
             ScanRange::new(&key(s), &key(s + NEXTS))
         })
         .collect();
-    let args = MultiScanArgs {
-        use_async_io: async_io,
+    let args = MultiScanOptions {
         buffer_mode: mode,
-        ..MultiScanArgs::new(ranges)
+        ..MultiScanOptions::with_async_io(ranges, async_io)
     };
     let mut ms = multiscan::multi_scan(&st.t1, &st.log, &args).unwrap_or_else(|e| panic!("{e}"));
     // Consume like a reader would: copy every value out (this is what

@@ -260,21 +260,21 @@ impl Db {
     /// returned (`docs/design.md` §3).
     pub fn multi_scan(
         &self,
-        args: &crate::multiscan::MultiScanArgs,
+        opts: &crate::multiscan::MultiScanOptions,
     ) -> Result<crate::multiscan::MultiScanIter<'_>> {
         let mode = match self.inner.opts.use_direct_reads {
             None => crate::multiscan::BufferMode::Auto,
             Some(true) => crate::multiscan::BufferMode::Direct,
             Some(false) => crate::multiscan::BufferMode::PageCache,
         };
-        crate::multiscan::multi_scan_with(&self.inner.t1, &self.inner.log, args, mode, None)
+        crate::multiscan::multi_scan_with(&self.inner.t1, &self.inner.log, opts, mode, None)
     }
 
     /// [`Db::multi_scan`] as of `snap`.
     pub fn multi_scan_at(
         &self,
         snap: &Snapshot,
-        args: &crate::multiscan::MultiScanArgs,
+        opts: &crate::multiscan::MultiScanOptions,
     ) -> Result<crate::multiscan::MultiScanIter<'_>> {
         let at = snap.at_for(&self.inner.t1)?;
         let mode = match self.inner.opts.use_direct_reads {
@@ -282,7 +282,7 @@ impl Db {
             Some(true) => crate::multiscan::BufferMode::Direct,
             Some(false) => crate::multiscan::BufferMode::PageCache,
         };
-        crate::multiscan::multi_scan_with(&self.inner.t1, &self.inner.log, args, mode, Some(at))
+        crate::multiscan::multi_scan_with(&self.inner.t1, &self.inner.log, opts, mode, Some(at))
     }
 }
 

@@ -56,7 +56,10 @@ pub use error::{Error, IoFailure, Result};
 pub use files::is_own_file;
 pub use iter::{Bounds, Iter};
 pub use maintenance::DefragReport;
-pub use multiscan::{BufferMode, MultiScanArgs, MultiScanIter, MultiScanStats, ScanRange};
+pub use multiscan::{
+    BufferMode, InvalidScan, MultiScanArgs, MultiScanIter, MultiScanOptions, MultiScanStats,
+    ScanRange, DEFAULT_IO_COALESCE_THRESHOLD,
+};
 pub use options::{Options, MAX_KEY_SIZE, MAX_SEGMENT_SIZE, MAX_VALUE_SIZE, MIN_SEGMENT_SIZE};
 pub use snapshot::Snapshot;
 pub use stats::{Statistics, ENTRY_OVERHEAD};

@@ -129,7 +129,7 @@ pub struct Options {
     /// for bytes read again recently while the value log fits in half of
     /// the memory the page cache can use (see
     /// [`crate::multiscan::BufferMode::Auto`]). A scan's own
-    /// `MultiScanArgs::buffer_mode` wins over it.
+    /// `MultiScanOptions::buffer_mode` wins over it.
     pub use_direct_reads: Option<bool>,
 }
 

@@ -340,15 +340,14 @@ fn load_in_runs(dir: &std::path::Path, run_bytes: u64, pieces: u64) -> (Db, Mode
 /// Reads a cold async MultiScan of 20 ranges of 100 keys issues, checking
 /// its results against the model.
 fn cold_scan_reads(db: &Db, model: &Model) -> u64 {
-    use vmemkv::{BufferMode, MultiScanArgs, ScanRange};
+    use vmemkv::{BufferMode, MultiScanOptions, ScanRange};
     db.evict_page_cache().unwrap_or_else(|e| panic!("{e}"));
     let ranges: Vec<ScanRange> = (0..20u64)
         .map(|r| ScanRange::new(&key(r * 900), &key(r * 900 + 100)))
         .collect();
-    let args = MultiScanArgs {
-        use_async_io: true,
+    let args = MultiScanOptions {
         buffer_mode: BufferMode::Direct,
-        ..MultiScanArgs::new(ranges.clone())
+        ..MultiScanOptions::with_async_io(ranges.clone(), true)
     };
     let mut ms = db.multi_scan(&args).unwrap_or_else(|e| panic!("{e}"));
     for r in &ranges {

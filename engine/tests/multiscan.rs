@@ -17,7 +17,7 @@ use vmemkv::internals::Log;
 use vmemkv::internals::MapOpts;
 use vmemkv::internals::{self as multiscan, residency};
 use vmemkv::internals::{Entry, Locator, Payload, T1Config, T1};
-use vmemkv::{BufferMode, MultiScanArgs, MultiScanStats, ScanRange};
+use vmemkv::{BufferMode, MultiScanArgs, MultiScanOptions, MultiScanStats, ScanRange};
 
 const SEG: usize = 64 << 10;
 
@@ -104,7 +104,7 @@ impl Store {
 
 type Results = Vec<Vec<(Vec<u8>, Vec<u8>)>>;
 
-fn run(st: &Store, args: &MultiScanArgs) -> (Results, MultiScanStats) {
+fn run(st: &Store, args: &MultiScanOptions) -> (Results, MultiScanStats) {
     let ms =
         multiscan::multi_scan(&st.t1, &st.log, args).unwrap_or_else(|e| panic!("multi_scan: {e}"));
     drain(ms)
@@ -178,16 +178,23 @@ fn check_value(k: &[u8], v: &[u8]) -> bool {
     value(k, ver, v.len()) == v
 }
 
-fn args(ranges: Vec<ScanRange>, async_io: bool) -> MultiScanArgs {
-    MultiScanArgs {
-        use_async_io: async_io,
+fn args(ranges: Vec<ScanRange>, async_io: bool) -> MultiScanOptions {
+    MultiScanOptions::with_async_io(ranges, async_io)
+}
+
+/// Async, with RocksDB's coalescing threshold and prefetch limit set.
+fn coalescing(ranges: Vec<ScanRange>, threshold: u64, max_prefetch_size: u64) -> MultiScanOptions {
+    MultiScanOptions::from(MultiScanArgs {
+        use_async_io: true,
+        io_coalesce_threshold: threshold,
+        max_prefetch_size,
         ..MultiScanArgs::new(ranges)
-    }
+    })
 }
 
 /// Async, with reads going where `mode` sends them.
-fn async_in(mode: BufferMode, ranges: Vec<ScanRange>) -> MultiScanArgs {
-    MultiScanArgs {
+fn async_in(mode: BufferMode, ranges: Vec<ScanRange>) -> MultiScanOptions {
+    MultiScanOptions {
         buffer_mode: mode,
         ..args(ranges, true)
     }
@@ -246,10 +253,9 @@ fn page_cache_mode_and_coalesce_threshold_give_identical_results() {
     for mode in [BufferMode::Owned, BufferMode::PageCache, BufferMode::Direct] {
         for thr in [0, 4096, 1 << 20] {
             st.evict();
-            let a = MultiScanArgs {
+            let a = MultiScanOptions {
                 buffer_mode: mode,
-                io_coalesce_threshold: thr,
-                ..args(ranges.clone(), true)
+                ..coalescing(ranges.clone(), thr, 0)
             };
             let (r, stats) = run(&st, &a);
             assert!(stats.reads > 0);
@@ -337,10 +343,9 @@ fn owned_buffer_reads_serve_every_cold_value_from_a_buffer() {
                     assert!(b.is_some_and(|b| std::hint::black_box(b[0]) == b[0]));
                 }
             }
-            let a = MultiScanArgs {
+            let a = MultiScanOptions {
                 buffer_mode: mode,
-                io_coalesce_threshold: thr,
-                ..args(ranges.clone(), true)
+                ..coalescing(ranges.clone(), thr, 0)
             };
             // Values with every page resident need no read at all.
             let resident = |k: &[u8]| match st.t1.get(k) {
@@ -381,7 +386,7 @@ fn owned_buffer_reads_bring_in_only_their_own_pages() {
     let m = load_sequential(&st, 400, 8000);
     st.evict();
     let ranges = vec![ScanRange::new(&key(0), &key(10))];
-    let a = MultiScanArgs {
+    let a = MultiScanOptions {
         buffer_mode: BufferMode::Owned,
         ..args(ranges.clone(), true)
     };
@@ -561,10 +566,11 @@ fn prefetch_limit_continues_synchronously() {
         ScanRange::new(&key(1000), &key(1500)),
     ];
     st.evict();
-    let a = MultiScanArgs {
-        max_prefetch_size: 64 << 10,
-        ..args(ranges.clone(), true)
-    };
+    let a = coalescing(
+        ranges.clone(),
+        vmemkv::DEFAULT_IO_COALESCE_THRESHOLD,
+        64 << 10,
+    );
     let (r, stats) = run(&st, &a);
     assert!(stats.prefetch_limited, "{stats:?}");
     assert!(stats.bytes <= 64 << 10, "{stats:?}");
@@ -580,7 +586,7 @@ fn forced_fallback_gives_identical_results() {
         ScanRange::unbounded(&key(1000)),
     ];
     st.evict();
-    let a = MultiScanArgs {
+    let a = MultiScanOptions {
         disable_io_uring: true,
         ..args(ranges.clone(), true)
     };
@@ -625,7 +631,7 @@ fn read_bounds_intersect_ranges_and_ranges_can_be_abandoned() {
         ScanRange::new(&key(200), &key(300)),
         ScanRange::unbounded(&key(400)),
     ];
-    let a = MultiScanArgs {
+    let a = MultiScanOptions {
         lower_bound: Some(key(50)),
         upper_bound: Some(key(450)),
         ..args(ranges, true)
@@ -704,7 +710,7 @@ fn concurrent_writes_never_yield_torn_values() {
                         BufferMode::Owned,
                         BufferMode::Auto,
                     ];
-                    let a = MultiScanArgs {
+                    let a = MultiScanOptions {
                         buffer_mode: modes[round as usize % modes.len()],
                         ..args(ranges, round % 2 == 0)
                     };
@@ -789,17 +795,15 @@ proptest! {
             st.evict();
         }
         let expect = model_scan(&m, &rs);
-        let a = MultiScanArgs {
-            io_coalesce_threshold: thr,
-            max_prefetch_size: limit,
+        let a = MultiScanOptions {
             buffer_mode: mode,
-            ..args(rs.clone(), true)
+            ..coalescing(rs.clone(), thr, limit)
         };
         let (got_async, _) = run(&st, &a);
         prop_assert_eq!(&got_async, &expect);
         let (got_sync, _) = run(&st, &args(rs.clone(), false));
         prop_assert_eq!(&got_sync, &expect);
-        let (got_fb, _) = run(&st, &MultiScanArgs { disable_io_uring: true, ..a });
+        let (got_fb, _) = run(&st, &MultiScanOptions { disable_io_uring: true, ..a });
         prop_assert_eq!(&got_fb, &expect);
     }
 }
@@ -945,7 +949,7 @@ fn prefetch_ahead_is_bounded_and_refilled_as_ranges_are_consumed() {
         .collect();
     let total = 10 * 200 * 700;
     st.evict();
-    let a = MultiScanArgs {
+    let a = MultiScanOptions {
         max_prefetch_ahead: 64 << 10,
         ..args(ranges.clone(), true)
     };

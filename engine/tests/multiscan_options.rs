@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use vmemkv::Db;
-use vmemkv::{BufferMode, MultiScanArgs, MultiScanStats, ScanRange};
+use vmemkv::{BufferMode, MultiScanOptions, MultiScanStats, ScanRange};
 
 const N: u64 = 400;
 const LEN: usize = 3000;
@@ -14,13 +14,15 @@ type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn scan(db: &Db, mode: BufferMode) -> (Entries, MultiScanStats) {
     db.evict_page_cache().unwrap_or_else(|e| panic!("{e}"));
-    let args = MultiScanArgs {
-        use_async_io: true,
+    let args = MultiScanOptions {
         buffer_mode: mode,
-        ..MultiScanArgs::new(vec![
-            ScanRange::new(&key(10), &key(60)),
-            ScanRange::unbounded(&key(300)),
-        ])
+        ..MultiScanOptions::with_async_io(
+            vec![
+                ScanRange::new(&key(10), &key(60)),
+                ScanRange::unbounded(&key(300)),
+            ],
+            true,
+        )
     };
     let mut ms = db.multi_scan(&args).unwrap_or_else(|e| panic!("{e}"));
     let mut out = Vec::new();

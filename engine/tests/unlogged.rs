@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::*;
 use vmemkv::{Db, Options, WriteBatch, WriteOptions};
-use vmemkv::{MultiScanArgs, ScanRange};
+use vmemkv::{MultiScanOptions, ScanRange};
 
 fn unlogged() -> WriteOptions {
     WriteOptions {
@@ -69,14 +69,13 @@ fn unlogged_puts_are_read_at_once_packed_and_kept_by_a_close() {
         assert_eq!(after.unlogged_open_bytes, 0, "{after}");
         assert_eq!(after.unlogged_regions, st.unlogged_regions + 1, "{after}");
         for async_io in [true, false] {
-            let args = MultiScanArgs {
-                ranges: vec![
+            let args = MultiScanOptions::with_async_io(
+                vec![
                     ScanRange::new(&key(10), &key(110)),
                     ScanRange::new(&key(n - 50), &key(n + 5)),
                 ],
-                use_async_io: async_io,
-                ..MultiScanArgs::default()
-            };
+                async_io,
+            );
             let mut got = Vec::new();
             let mut ms = db
                 .multi_scan(&args)

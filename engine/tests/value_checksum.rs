@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use vmemkv::{Bounds, Db, Error};
-use vmemkv::{BufferMode, MultiScanArgs, ScanRange};
+use vmemkv::{BufferMode, MultiScanOptions, ScanRange};
 
 const N: u64 = 200;
 const LEN: usize = 500;
@@ -92,10 +92,9 @@ fn multiscan_reports_a_damaged_value_on_both_paths() {
     for (async_io, mode) in modes {
         // Cold, so that the buffered modes verify from their own buffers.
         db.evict_page_cache().unwrap_or_else(|e| panic!("{e}"));
-        let args = MultiScanArgs {
-            use_async_io: async_io,
+        let args = MultiScanOptions {
             buffer_mode: mode,
-            ..MultiScanArgs::new(vec![ScanRange::new(&key(0), &key(5))])
+            ..MultiScanOptions::with_async_io(vec![ScanRange::new(&key(0), &key(5))], async_io)
         };
         let mut ms = db.multi_scan(&args).unwrap_or_else(|e| panic!("{e}"));
         assert!(ms.next_range().unwrap_or(false));

@@ -172,6 +172,10 @@ pub fn file_kind(engine: EngineKind, name: &str) -> &'static str {
             "LOCK" => "lock",
             _ => "other",
         },
+        EngineKind::Null => match name {
+            "LOCK" => "lock",
+            _ => "other",
+        },
     }
 }
 
@@ -519,9 +523,11 @@ fn loss_reported(engine: EngineKind, db_dir: &Path) -> bool {
             &["Corruption", "corrupt", "dropping", "Skipping"],
         ),
         // No info log to read.
-        EngineKind::Lmdb | EngineKind::Fjall | EngineKind::FjallBlob | EngineKind::Sparkey => {
-            return false
-        }
+        EngineKind::Lmdb
+        | EngineKind::Fjall
+        | EngineKind::FjallBlob
+        | EngineKind::Sparkey
+        | EngineKind::Null => return false,
     };
     let Ok(text) = std::fs::read_to_string(db_dir.join(file)) else {
         return false;

@@ -1,8 +1,43 @@
 //! Runs every conformance case against every engine compiled in, and
 //! against the model oracle. Rival engines join with `--features rivals`.
+//! The null engine is deliberately left out (see [`SUITES`]).
 
+use vmemkv_compat::EngineKind;
 use vmemkv_tests::conformance::{self, Harness};
 use vmemkv_tests::model::Fault;
+
+/// The engines with a suite below, compiled in or not. `null` is not one:
+/// it stores nothing by design (writes are dropped, reads find nothing),
+/// so every read-back case would fail; it exists to measure db_bench's
+/// own ceiling, and its own tests (`compat/src/engines/null.rs`) check
+/// that it keeps nothing. Its capabilities say so
+/// (`Capabilities::discards_writes`).
+const SUITES: &[EngineKind] = &[
+    EngineKind::Vmemkv,
+    EngineKind::RocksDb,
+    EngineKind::BlobDb,
+    EngineKind::Lmdb,
+    EngineKind::Fjall,
+    EngineKind::FjallBlob,
+    EngineKind::Sparkey,
+];
+
+/// Every engine that stores data has a suite, and the null engine has
+/// none: a new engine cannot be added to the registry and skip the suite.
+#[test]
+fn every_engine_but_null_has_a_suite() {
+    for kind in EngineKind::ALL {
+        assert_eq!(
+            SUITES.contains(&kind),
+            kind != EngineKind::Null,
+            "{kind}: a suite belongs to every engine that stores data, and only to them"
+        );
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let null =
+        vmemkv_compat::open(EngineKind::Null, dir.path(), &Default::default()).expect("open null");
+    assert!(null.capabilities().discards_writes().is_some());
+}
 
 macro_rules! suite {
     ($engine:ident, $harness:expr) => {

@@ -55,11 +55,11 @@ use fjall::{
 };
 
 use super::collapse::{collapse, has_delete_range};
+use crate::lock::DirLock;
 use crate::{
     check_sizes, BatchOp, Db, DbIterator, EngineOptions, Error, IoFailure, Limits, OptionMap,
     ReadOptions, Result, Snapshot, WriteBatch, WriteOptions,
 };
-use vmemkv::DirLock;
 
 /// fjall's largest key (a `u16` length).
 pub const MAX_KEY_SIZE: usize = u16::MAX as usize;

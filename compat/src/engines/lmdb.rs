@@ -42,12 +42,12 @@ use heed::{
     WithoutTls,
 };
 
+use crate::lock::DirLock;
 use crate::{
     check_sizes, BatchOp, Db, DbIterator, EngineOptions, Error, Limits, OptionMap, ReadOptions,
     Result, Snapshot, WriteBatch, WriteOptions,
 };
 use iter::LmdbSnapshot;
-use vmemkv::DirLock;
 
 /// LMDB's compiled-in maximum key size (`MDB_MAXKEYSIZE`).
 pub const MAX_KEY_SIZE: usize = 511;

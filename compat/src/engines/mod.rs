@@ -7,11 +7,12 @@ mod collapse;
 pub mod fjall;
 #[cfg(feature = "lmdb")]
 pub mod lmdb;
-#[cfg(any(feature = "lmdb", feature = "fjall", feature = "sparkey"))]
+pub mod null;
 mod open_dir;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
 pub mod rocksdb_keys;
 #[cfg(feature = "sparkey")]
 pub mod sparkey;
+#[cfg(feature = "vmemkv")]
 pub mod vmemkv;

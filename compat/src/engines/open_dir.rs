@@ -1,11 +1,11 @@
 //! The directory preamble of the adapters whose engines do not apply
 //! `create_if_missing` / `error_if_exists` themselves (LMDB, fjall,
-//! Sparkey): one rule, one message per refusal, one lock.
+//! Sparkey, and the null engine, which has no files of its own): one rule, one message per refusal, one lock.
 
 use std::path::Path;
 
+use crate::lock::DirLock;
 use crate::{EngineOptions, Error, Result};
-use vmemkv::DirLock;
 
 /// Refuses `path` as `opts` asks (`exists`: whether the engine's main file
 /// is there), creates the directory, and takes vmemkv's POSIX record lock
@@ -31,5 +31,5 @@ pub(crate) fn prepare(
     }
     std::fs::create_dir_all(path)
         .map_err(|e| Error::io(format!("{name}: create directory {}", path.display()), e))?;
-    DirLock::acquire(path).map_err(super::vmemkv::map_err)
+    DirLock::acquire(path)
 }

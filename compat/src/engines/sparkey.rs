@@ -41,11 +41,11 @@ use sparkey::error::{Error as SpError, ErrorKind as SpKind};
 use sparkey::{hash, log};
 
 use super::collapse::collapse;
+use crate::lock::DirLock;
 use crate::{
     Capabilities, Capability, Db, DbIterator, EngineOptions, Error, IoFailure, Limits, OptionMap,
     ReadOptions, Result, Snapshot, WriteBatch, WriteOptions,
 };
-use vmemkv::DirLock;
 
 /// The log file in the database directory.
 pub const LOG_FILE: &str = "data.spl";

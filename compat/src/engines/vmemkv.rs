@@ -33,7 +33,7 @@
 use std::path::Path;
 
 use crate::db::Db;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoFailure, Result};
 use crate::iter::DbIterator;
 use crate::multiscan::{MultiScan, MultiScanArgs};
 use crate::options::{EngineOptions, Limits, OptionMap, ReadOptions, WriteOptions};
@@ -43,7 +43,7 @@ pub(crate) fn map_err(e: vmemkv::Error) -> Error {
     match e {
         vmemkv::Error::InvalidArgument(m) => Error::InvalidArgument(m),
         vmemkv::Error::Corruption(m) => Error::Corruption(m),
-        vmemkv::Error::IoError(m) => Error::IoError(m),
+        vmemkv::Error::IoError(m) => Error::IoError(IoFailure::new(m.kind(), m.message())),
         vmemkv::Error::Busy(m) => Error::Busy(m),
         vmemkv::Error::ShutdownInProgress(m) => Error::ShutdownInProgress(m),
         vmemkv::Error::Poisoned(m) => Error::Poisoned(m),
@@ -118,6 +118,14 @@ pub fn engine_options(opts: &EngineOptions) -> Result<vmemkv::Options> {
     }
     m.finish()?;
     Ok(o)
+}
+
+/// The engine's write options for the trait's.
+fn native_write(opts: &WriteOptions) -> vmemkv::WriteOptions {
+    vmemkv::WriteOptions {
+        sync: opts.sync,
+        disable_wal: opts.disable_wal,
+    }
 }
 
 /// Opens vmemkv at `path`.
@@ -248,11 +256,15 @@ impl Db for VmemkvDb {
     }
 
     fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
-        self.db.put_opt(opts, key, value).map_err(map_err)
+        self.db
+            .put_opt(&native_write(opts), key, value)
+            .map_err(map_err)
     }
 
     fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
-        self.db.delete_opt(opts, key).map_err(map_err)
+        self.db
+            .delete_opt(&native_write(opts), key)
+            .map_err(map_err)
     }
 
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
@@ -264,7 +276,7 @@ impl Db for VmemkvDb {
                 BatchOp::DeleteRange { begin, end } => b.delete_range(begin, end),
             }
         }
-        self.db.write(opts, &b).map_err(map_err)
+        self.db.write(&native_write(opts), &b).map_err(map_err)
     }
 
     fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>> {
@@ -296,11 +308,8 @@ impl Db for VmemkvDb {
     ) -> Result<Box<dyn MultiScan + 'a>> {
         // Same validation and messages as every other engine.
         args.validate()?;
-        let native = vmemkv::MultiScanArgs {
-            ranges: args.ranges.clone(),
-            use_async_io: args.use_async_io,
-            io_coalesce_threshold: args.io_coalesce_threshold,
-            max_prefetch_size: args.max_prefetch_size,
+        let native = vmemkv::MultiScanOptions {
+            args: args.clone(),
             lower_bound: opts.iterate_lower_bound.clone(),
             upper_bound: opts.iterate_upper_bound.clone(),
             verify_checksums: opts.verify_checksums,

@@ -4,10 +4,15 @@
 //! ```text
 //! vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH]
 //!               [--rivals=auto|0|1] [--scenarios=8B-mem,1KB-LTM] [--threads=1,2,4]
-//!               [--variants=vmemkv+Prefault,RocksDB]
+//!               [--variants=vmemkv+Prefault,RocksDB] [--resume=DIR] [--budget=MINUTES]
 //! vmemkv_report --readme[=README.md] [--results=docs/results] [--readme-check]
 //! vmemkv_report --render=DIR
 //! ```
+//!
+//! `--resume=DIR` continues the run whose report is in DIR (and writes
+//! there): the cells its `results.json` holds are kept, the rest are run.
+//! `--budget=MINUTES` starts no cell after that time; the report then says
+//! it is partial and lists the missing cells.
 //!
 //! `--readme` runs nothing: it regenerates README.md's comparison block
 //! from the committed `results.json` files (`report/readme.rs`).
@@ -31,6 +36,9 @@ fn main() -> ExitCode {
     let mut readme: Option<PathBuf> = None;
     let mut results_dir = default_results;
     let mut readme_check = false;
+    let mut resume: Option<PathBuf> = None;
+    let mut out_set = false;
+    let mut budget = None;
     for arg in std::env::args().skip(1) {
         let (k, v) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
         match k {
@@ -41,7 +49,22 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             },
-            "--out" => out = PathBuf::from(v),
+            "--out" => {
+                out = PathBuf::from(v);
+                out_set = true;
+            }
+            "--resume" if v.is_empty() => {
+                eprintln!("vmemkv_report: --resume: expected --resume=DIR, the directory of the run to continue");
+                return ExitCode::from(2);
+            }
+            "--resume" => resume = Some(PathBuf::from(v)),
+            "--budget" => match report::resume::parse_budget(v) {
+                Ok(b) => budget = Some(b),
+                Err(e) => {
+                    eprintln!("vmemkv_report: {e}");
+                    return ExitCode::from(2);
+                }
+            },
             "--work-dir" => work = PathBuf::from(v),
             "--db-bench" => db_bench = Some(PathBuf::from(v)),
             "--rivals" => rivals = v.to_string(),
@@ -68,7 +91,7 @@ fn main() -> ExitCode {
                 }
             },
             "--help" | "-h" => {
-                println!("usage: vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH] [--rivals=auto|0|1] [--scenarios=a,b] [--threads=1,2,4] [--variants=label,..]");
+                println!("usage: vmemkv_report --scale=smoke|full [--out=DIR] [--work-dir=DIR] [--db-bench=PATH] [--rivals=auto|0|1] [--scenarios=a,b] [--threads=1,2,4] [--variants=label,..] [--resume=DIR] [--budget=MINUTES]");
                 println!("       vmemkv_report --readme[=README.md] [--results=docs/results] [--readme-check]");
                 println!("       vmemkv_report --render=DIR   (report.md and report.html again from DIR/results.json)");
                 return ExitCode::SUCCESS;
@@ -78,6 +101,18 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+    }
+    if let Some(dir) = &resume {
+        // A resumed run writes where the run it continues wrote.
+        if out_set && out != *dir {
+            eprintln!(
+                "vmemkv_report: --resume={} writes there; drop --out={} or make it the same directory",
+                dir.display(),
+                out.display()
+            );
+            return ExitCode::from(2);
+        }
+        out = dir.clone();
     }
     if readme_check && readme.is_none() {
         readme = Some(default_readme);
@@ -130,6 +165,8 @@ fn main() -> ExitCode {
         only_scenarios: only,
         only_variants: variants,
         threads,
+        resume: resume.is_some(),
+        budget,
     };
     match report::run(&cfg) {
         Ok(res) => {
@@ -141,6 +178,13 @@ fn main() -> ExitCode {
                 res.runs.len(),
                 failed
             );
+            if res.is_partial() {
+                println!(
+                    "partial: the budget ran out with {} cell(s) or phase(s) not measured; continue with --resume={}",
+                    res.missing.len(),
+                    out.display()
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

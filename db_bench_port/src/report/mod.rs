@@ -12,6 +12,7 @@ pub mod device;
 pub mod matrix;
 pub mod readme;
 pub mod render;
+pub mod resume;
 pub mod runner;
 pub mod seed004;
 pub mod stats;
@@ -44,6 +45,11 @@ pub struct Config {
     pub only_variants: Vec<String>,
     /// Thread counts instead of the scale's; empty = the scale's.
     pub threads: Vec<usize>,
+    /// `--resume`: continue the run in `out_dir`, skipping the cells its
+    /// `results.json` already holds.
+    pub resume: bool,
+    /// `--budget`: stop at the first cell boundary past this time.
+    pub budget: Option<std::time::Duration>,
 }
 
 /// One db_bench run in the matrix.
@@ -91,6 +97,15 @@ pub struct Run {
     pub note: Option<String>,
     /// The exact db_bench arguments.
     pub args: Vec<String>,
+    /// Whether an uncounted warm-up of the same benchmark ran first, in the
+    /// same process.
+    #[serde(default)]
+    pub warmup: bool,
+    /// The database the run started from: `corpus` (the loaded corpus,
+    /// reopened untouched), `copy` (a fresh copy of it, for a write cell),
+    /// `empty`; empty for runs made before the rule.
+    #[serde(default)]
+    pub start: String,
 }
 
 /// Everything `results.json` holds.
@@ -130,6 +145,51 @@ pub struct Results {
     /// The device: its name and fio's limit for each LTM cell.
     #[serde(default)]
     pub device: device::DeviceReport,
+    /// What this run did not measure because it stopped at its
+    /// `--budget` (cells as `scenario | workload | Nt`, and phases); empty
+    /// when complete. `--resume` measures them.
+    #[serde(default)]
+    pub missing: Vec<String>,
+    /// The earlier runs this one continues (`--resume`), each as its date
+    /// and git revision; empty for a run made in one go.
+    #[serde(default)]
+    pub resumed_from: Vec<String>,
+    /// Whether each write cell ran on a fresh copy of the loaded corpus
+    /// and each read cell on the corpus untouched (false for runs made
+    /// before that rule, when cells inherited each other's writes).
+    #[serde(default)]
+    pub fresh_copies: bool,
+}
+
+impl Results {
+    /// No runs yet, at `scale`.
+    pub fn empty(scale: &str) -> Results {
+        Results {
+            scale: scale.to_string(),
+            date: String::new(),
+            git_revision: String::new(),
+            machine: Vec::new(),
+            engines: Vec::new(),
+            scenarios: Vec::new(),
+            run_secs: 0,
+            ltm_run_secs: 0,
+            threads: Vec::new(),
+            repeats: 0,
+            cgroup: String::new(),
+            runs: Vec::new(),
+            background_jobs: Vec::new(),
+            seed004: Vec::new(),
+            device: device::DeviceReport::default(),
+            missing: Vec::new(),
+            resumed_from: Vec::new(),
+            fresh_copies: false,
+        }
+    }
+
+    /// Whether the run stopped before measuring everything.
+    pub fn is_partial(&self) -> bool {
+        !self.missing.is_empty()
+    }
 }
 
 fn sh(cmd: &str, args: &[&str]) -> Option<String> {
@@ -197,6 +257,11 @@ fn engine_versions(with_rivals: bool) -> Vec<(String, String)> {
             "crate sparkey 0.1, write-once hash store: point operations only, its scan and MultiScan cells are 'not supported'".into(),
         ));
     }
+    v.push((
+        matrix::CEILING_LABEL.into(),
+        "the null engine: stores nothing, so its figure is db_bench's own ceiling; not a rival"
+            .into(),
+    ));
     v.push((
         "HaloDB".into(),
         "not run: Java, not reachable from this machine's registries".into(),
@@ -316,13 +381,23 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
     } else {
         0
     };
+    let scale = format!("{:?}", cfg.scale).to_lowercase();
+    let prior = if cfg.resume {
+        Some(resume::load(&cfg.out_dir, &scale)?)
+    } else {
+        None
+    };
+    let done = prior.as_ref().map(resume::done_cells).unwrap_or_default();
+    let prior_cgroup = prior.as_ref().map(|p| p.cgroup.clone()).unwrap_or_default();
+    let budget = resume::Budget::new(cfg.budget);
     let mut progress = Progress {
-        total: runs_per_scenario * scenarios.len() + bg_runs + seed_runs,
+        total: (runs_per_scenario * scenarios.len() + bg_runs + seed_runs)
+            .saturating_sub(prior.as_ref().map_or(0, |p| p.runs.len())),
         done: 0,
         started: Instant::now(),
     };
     let mut results = Results {
-        scale: format!("{:?}", cfg.scale).to_lowercase(),
+        scale: scale.clone(),
         date: sh("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]).unwrap_or_default(),
         git_revision: sh("git", &["rev-parse", "--short", "HEAD"])
             .unwrap_or_else(|| "unknown".into()),
@@ -336,12 +411,33 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         ltm_run_secs,
         threads: thread_counts.clone(),
         repeats,
-        cgroup: String::new(),
-        runs: Vec::new(),
-        background_jobs: Vec::new(),
-        seed004: Vec::new(),
-        device: device::DeviceReport::default(),
+        fresh_copies: true,
+        ..Results::empty(&scale)
     };
+    if let Some(prior) = prior {
+        // Append to the earlier run: its measured cells, phases and fio
+        // figures stay as they were; its date and revision are recorded.
+        results.resumed_from = prior.resumed_from;
+        results
+            .resumed_from
+            .push(format!("{} at git {}", prior.date, prior.git_revision));
+        // A resumed run may cover other scenarios or thread counts: the
+        // report describes both.
+        for sc in prior.scenarios.into_iter().rev() {
+            if !results.scenarios.iter().any(|(n, _)| *n == sc.0) {
+                results.scenarios.insert(0, sc);
+            }
+        }
+        results.threads.extend(prior.threads);
+        results.threads.sort_unstable();
+        results.threads.dedup();
+        results.runs = prior.runs;
+        resume::keep_done(&mut results.runs, &done);
+        results.background_jobs = prior.background_jobs;
+        results.seed004 = prior.seed004;
+        results.device.runs = prior.device.runs;
+        results.device.fio = prior.device.fio;
+    }
     results.device.disk = match device::Disk::of(&cfg.work_dir) {
         Ok(d) => d.name,
         Err(e) => format!("unknown: {e}"),
@@ -350,6 +446,43 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
     let mut fio_program: Option<Result<(PathBuf, String), String>> = None;
     let mut cgroup_notes = Vec::new();
     for sc in &scenarios {
+        let cell = |wl: &Workload, threads: usize| resume::CellKey {
+            scenario: sc.name.to_string(),
+            workload: wl.name.to_string(),
+            threads,
+        };
+        let cells_left: Vec<resume::CellKey> = workloads
+            .iter()
+            .flat_map(|wl| thread_counts.iter().map(move |&t| (wl, t)))
+            .map(|(wl, t)| cell(wl, t))
+            .filter(|c| !done.contains(c))
+            .collect();
+        let bg_left = sc.name == bgjobs::SCENARIO
+            && !sc.is_ltm()
+            && !bg_variants.is_empty()
+            && results.background_jobs.is_empty();
+        if cells_left.is_empty() && !bg_left {
+            // Measured by the run this one resumes: no corpus to load.
+            let prefix = format!("{}: ", sc.name);
+            cgroup_notes.extend(
+                prior_cgroup
+                    .split("; ")
+                    .filter(|n| n.starts_with(&prefix))
+                    .map(str::to_string),
+            );
+            continue;
+        }
+        if budget.exhausted() {
+            results
+                .missing
+                .extend(cells_left.iter().map(|c| c.to_string()));
+            if bg_left {
+                results
+                    .missing
+                    .push(format!("{}: background jobs", sc.name));
+            }
+            continue;
+        }
         let cg = match sc.mem_limit {
             Some(limit) => match cgroup::MemoryCgroup::create(
                 &cgroup::Roots::default(),
@@ -390,6 +523,16 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         let mut fio_seen = std::collections::BTreeMap::new();
         for wl in &workloads {
             for &threads in &thread_counts {
+                let key = cell(wl, threads);
+                if done.contains(&key) {
+                    continue;
+                }
+                if budget.exhausted() {
+                    // Stop cleanly at a cell boundary: the report says
+                    // which cells are missing and `--resume` runs them.
+                    results.missing.push(key.to_string());
+                    continue;
+                }
                 for rep in 0..repeats {
                     for v in variants
                         .iter()
@@ -424,6 +567,8 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
                             timeline: Vec::new(),
                             note: None,
                             args: Vec::new(),
+                            warmup: false,
+                            start: String::new(),
                         };
                         if ltm_unavailable {
                             run.note = Some(
@@ -459,15 +604,24 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
                         results.device.runs.push(r);
                     }
                 }
+                // After every cell: a run stopped part-way (killed, or
+                // out of budget) leaves every whole cell it measured, for
+                // `--resume`.
+                write_results_json(cfg, &results)?;
             }
-            // Keep the files current after every workload, so a long run
-            // stopped part-way still leaves everything it measured.
+            // The reports after every workload (rendering every cell
+            // would cost more than a smoke cell).
             results.cgroup = cgroup_notes.join("; ");
             write_outputs(cfg, &results)?;
         }
-        if sc.name == bgjobs::SCENARIO && !sc.is_ltm() && !bg_variants.is_empty() {
-            // The workloads above changed the corpora (Delete last): start
-            // the jobs from freshly loaded ones.
+        if bg_left && budget.exhausted() {
+            results
+                .missing
+                .push(format!("{}: background jobs", sc.name));
+        } else if bg_left {
+            // The write cells ran on copies, but the read cells' opens may
+            // have changed a corpus's layout (vmemkv's key-order pass):
+            // start the jobs from freshly loaded ones.
             load_corpora(cfg, sc, &bg_variants)?;
             results.background_jobs = bgjobs::run(
                 &cfg.db_bench,
@@ -486,7 +640,11 @@ pub fn run(cfg: &Config) -> Result<Results, String> {
         results.cgroup = cgroup_notes.join("; ");
         write_outputs(cfg, &results)?;
     }
-    if want_seed {
+    if want_seed && !results.seed004.is_empty() {
+        // Measured by the run this one resumes.
+    } else if want_seed && budget.exhausted() {
+        results.missing.push("seed 004".into());
+    } else if want_seed {
         results.seed004 = seed004::run(
             &cfg.db_bench,
             cfg.scale,
@@ -623,23 +781,47 @@ fn run_cell(
     cg: Option<&cgroup::MemoryCgroup>,
     run: &mut Run,
 ) {
-    let db = if wl.fresh_db {
+    // The same starting state for every run: a read cell reopens the
+    // loaded corpus, which no run changes; a write cell gets a fresh copy
+    // of it (a reflink where the file system offers one), so no repeat,
+    // thread count or later workload inherits another run's writes.
+    let (db, start) = if wl.fresh_db {
         let d = cfg
             .work_dir
             .join(sc.name)
             .join(format!("fresh-{}", v.engine));
         let _ = fs::remove_dir_all(&d);
-        d
+        (d, "empty")
+    } else if wl.writes {
+        let d = cfg
+            .work_dir
+            .join(sc.name)
+            .join(format!("copy-{}", v.engine));
+        if let Err(e) = fresh_copy(&corpus_dir(cfg, sc, v), &d) {
+            run.status = "failed".into();
+            run.note = Some(e);
+            return;
+        }
+        (d, "copy")
     } else {
-        corpus_dir(cfg, sc, v)
+        (corpus_dir(cfg, sc, v), "corpus")
     };
+    run.start = start.into();
     let secs = if wl.timeline && threads == max_threads && run_secs > 0 {
         run_secs.max(matrix::TIMELINE_SECS)
     } else {
         run_secs
     };
     let mut args = base_args(sc, &db, v.engine);
-    args.push(format!("--benchmarks={}", wl.bench));
+    // The warm-up: the same benchmark first, in the same process and on
+    // the same open database; run_db_bench keeps the last result line and
+    // the last device-reads line, the measured run's.
+    run.warmup = wl.warmup;
+    if wl.warmup {
+        args.push(format!("--benchmarks={},{}", wl.bench, wl.bench));
+    } else {
+        args.push(format!("--benchmarks={}", wl.bench));
+    }
     args.push(format!("--threads={threads}"));
     if secs == 0 {
         let n = matrix::SMOKE_OPS;
@@ -686,6 +868,11 @@ fn run_cell(
         cg,
         Some(std::time::Duration::from_secs(timeout)),
     );
+    if start == "copy" || start == "empty" {
+        // Free the disk for the next run's copy; keep nothing a later
+        // run could start from.
+        let _ = fs::remove_dir_all(&db);
+    }
     run.device_read_bytes = runner::parse_device_reads(&out.stdout);
     run.args = args;
     run.max_rss_kib = out.max_rss_kib;
@@ -704,7 +891,14 @@ fn run_cell(
         run.note = Some(why.to_string());
         return;
     }
-    match (&out.error, out.results.last()) {
+    // With a warm-up, the measured run is the second result line; one line
+    // alone is the warm-up's, and must not pass for the measurement.
+    let measured = if wl.warmup && out.results.len() < 2 {
+        None
+    } else {
+        out.results.last()
+    };
+    match (&out.error, measured) {
         (None, Some(r)) => {
             run.status = "ok".into();
             run.ops_per_sec = Some(r.ops_per_sec);
@@ -717,6 +911,30 @@ fn run_cell(
             run.status = status.into();
             run.note = Some(note);
         }
+    }
+}
+
+/// A fresh copy of the corpus `from` at `to` (replacing it):
+/// `cp -a --reflink=auto`, a reflink where the file system offers one
+/// (btrfs, XFS), else a plain copy.
+fn fresh_copy(from: &Path, to: &Path) -> Result<(), String> {
+    let _ = fs::remove_dir_all(to);
+    let out = std::process::Command::new("cp")
+        .arg("-a")
+        .arg("--reflink=auto")
+        .arg(from)
+        .arg(to)
+        .output()
+        .map_err(|e| format!("copying the corpus {}: cp: {e}", from.display()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "copying the corpus {} to {}: {}",
+            from.display(),
+            to.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 
@@ -740,10 +958,19 @@ fn failure_status(err: &str, oom_kills: u64, mem_limit: Option<u64>) -> (&'stati
 pub const OUT_OF_MEMORY: &str = "out of memory";
 
 fn write_outputs(cfg: &Config, results: &Results) -> Result<(), String> {
+    write_results_json(cfg, results)?;
+    write_reports(&cfg.out_dir, results)
+}
+
+/// `results.json`, written whole to a temporary file and renamed over the
+/// old one, so a run killed while writing leaves the previous cell's file
+/// rather than half of this one's.
+fn write_results_json(cfg: &Config, results: &Results) -> Result<(), String> {
     let json = serde_json::to_string_pretty(results).map_err(|e| e.to_string())?;
     let p = cfg.out_dir.join("results.json");
-    fs::write(&p, json).map_err(|e| format!("{}: {e}", p.display()))?;
-    write_reports(&cfg.out_dir, results)
+    let tmp = cfg.out_dir.join("results.json.tmp");
+    fs::write(&tmp, json).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    fs::rename(&tmp, &p).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// `report.md` and `report.html` of `results` into `dir`.
@@ -769,6 +996,28 @@ pub fn rerender(dir: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fresh_copy_replaces_the_target_and_leaves_the_corpus_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let corpus = dir.path().join("corpus");
+        let copy = dir.path().join("copy");
+        fs::create_dir_all(corpus.join("sub")).expect("mkdir");
+        fs::write(corpus.join("a.seg"), b"loaded").expect("write");
+        fs::write(corpus.join("sub/b"), b"x").expect("write");
+        // A previous run's copy, with its writes, is replaced whole.
+        fs::create_dir_all(&copy).expect("mkdir");
+        fs::write(copy.join("stale"), b"old run").expect("write");
+        fresh_copy(&corpus, &copy).expect("copy");
+        assert!(!copy.join("stale").exists());
+        assert_eq!(fs::read(copy.join("a.seg")).expect("read"), b"loaded");
+        assert_eq!(fs::read(copy.join("sub/b")).expect("read"), b"x");
+        // Writing to the copy (a reflink or not) leaves the corpus as loaded.
+        fs::write(copy.join("a.seg"), b"changed").expect("write");
+        assert_eq!(fs::read(corpus.join("a.seg")).expect("read"), b"loaded");
+        let e = fresh_copy(&dir.path().join("missing"), &copy).expect_err("no corpus");
+        assert!(e.contains("copying the corpus"), "{e}");
+    }
 
     #[test]
     fn a_cgroup_kill_is_out_of_memory_and_any_other_end_a_failure() {

@@ -153,6 +153,23 @@ pub fn block(sources: &[Source]) -> String {
             r.repeats,
             render::rivals(&r).join(", "),
         );
+        let missing: Vec<&String> = r
+            .missing
+            .iter()
+            .filter(|m| {
+                names
+                    .iter()
+                    .any(|n| m.starts_with(&format!("{n}:")) || m.starts_with(&format!("{n} |")))
+            })
+            .collect();
+        if !missing.is_empty() {
+            // A partial run must not pass for a complete one here either.
+            let _ = writeln!(
+                s,
+                "**Partial run**: {} cell(s) of these scenarios were not measured (the run stopped at its budget); the report lists them.\n",
+                missing.len()
+            );
+        }
         let mut threads = r.threads.clone();
         threads.sort_unstable();
         threads.dedup();

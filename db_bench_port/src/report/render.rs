@@ -13,24 +13,16 @@ use super::{Results, Run};
 type Medians = BTreeMap<(String, String, usize, String), f64>;
 
 fn medians(results: &Results) -> Medians {
-    let mut groups: BTreeMap<(String, String, usize, String), Vec<f64>> = BTreeMap::new();
-    for r in &results.runs {
-        if let Some(x) = r.ops_per_sec {
-            groups
-                .entry((
-                    r.scenario.clone(),
-                    r.workload.clone(),
-                    r.threads,
-                    r.variant.clone(),
-                ))
-                .or_default()
-                .push(x);
-        }
-    }
-    groups
+    repeats(results)
         .into_iter()
         .filter_map(|(k, v)| stats::median(&v).map(|m| (k, m)))
         .collect()
+}
+
+/// Whether `r` is a run of the harness's ceiling (the null engine): never
+/// a rival.
+pub fn is_ceiling(r: &Run) -> bool {
+    r.engine == super::matrix::CEILING_ENGINE
 }
 
 /// The rival variants measured, in the order they ran.
@@ -39,7 +31,7 @@ pub fn rivals(results: &Results) -> Vec<&str> {
     let mut v: Vec<&str> = results
         .runs
         .iter()
-        .filter(|r| !r.is_vmemkv)
+        .filter(|r| !r.is_vmemkv && !is_ceiling(r))
         .map(|r| r.variant.as_str())
         .chain(
             results
@@ -102,6 +94,7 @@ pub fn winner_cell(
                     && r.workload == workload
                     && r.threads == threads
                     && r.is_vmemkv == vmemkv
+                    && !is_ceiling(r)
             })
             .map(|r| r.variant.clone())
             .collect::<BTreeSet<_>>()
@@ -191,6 +184,52 @@ pub fn winner_table_md_at(results: &Results, threads: usize) -> String {
     s
 }
 
+/// The harness ceiling table: per workload and scenario, the null
+/// engine's median (db_bench against an engine that stores nothing) and
+/// the best vmemkv variant as a share of it. Empty when it did not run.
+pub fn ceiling_md(results: &Results, threads: usize) -> String {
+    let ceiling: Vec<&Run> = results
+        .runs
+        .iter()
+        .filter(|r| is_ceiling(r) && r.threads == threads)
+        .collect();
+    let Some(label) = ceiling.first().map(|r| r.variant.clone()) else {
+        return String::new();
+    };
+    let m = medians(results);
+    let scenarios = ordered_unique(&results.runs, |r| r.scenario.as_str());
+    let workloads = ordered_unique(&results.runs, |r| r.workload.as_str());
+    let mut s = format!(
+        "## Harness ceiling, {threads} thread{}\n\n\
+         The same db_bench lines against the null engine, which stores nothing: how fast db_bench \
+         itself goes. Each cell: the ceiling's median, and the best vmemkv variant as a share of it; \
+         near 100% the cell measures db_bench, not the engine.\n\n\
+         | workload | {} |\n|---|{}\n",
+        if threads == 1 { "" } else { "s" },
+        scenarios.join(" | "),
+        "---|".repeat(scenarios.len())
+    );
+    for w in &workloads {
+        let texts: Vec<String> = scenarios
+            .iter()
+            .map(|sc| {
+                let key = |v: &str| (sc.to_string(), w.to_string(), threads, v.to_string());
+                let cell = winner_cell(results, &m, sc, w, threads);
+                match (m.get(&key(&label)), cell.vmemkv) {
+                    (Some(c), Some((_, x))) if *c > 0.0 => {
+                        format!("{} ops/s; vmemkv {:.0}%", fmt_ops(*c), 100.0 * x / c)
+                    }
+                    (Some(c), _) => format!("{} ops/s", fmt_ops(*c)),
+                    _ => "-".into(),
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "| {w} | {} |", texts.join(" | "));
+    }
+    s.push('\n');
+    s
+}
+
 fn header_md(results: &Results) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# vmemkv vs {}\n", rivals(results).join(", "));
@@ -199,6 +238,17 @@ fn header_md(results: &Results) -> String {
         "Scale **{}**, {} UTC, git `{}`. Each run lasts {} s in memory and {} s larger than memory (0 = bounded by operation count); each cell is the median of {} interleaved repeats.\n",
         results.scale, results.date, results.git_revision, results.run_secs, results.ltm_run_secs, results.repeats
     );
+    if let Some(note) = super::matrix::short_window_note(results.run_secs, results.ltm_run_secs) {
+        let _ = writeln!(s, "{note}\n");
+    }
+    if !results.resumed_from.is_empty() {
+        let _ = writeln!(
+            s,
+            "Resumed (`--resume`): this run continues the run(s) of {}; the cells those measured are theirs.\n",
+            results.resumed_from.join(", ")
+        );
+    }
+    s.push_str(&partial_md(results));
     let _ = writeln!(s, "## Machine\n");
     for (k, v) in &results.machine {
         let _ = writeln!(s, "* {k}: {v}");
@@ -219,6 +269,24 @@ fn header_md(results: &Results) -> String {
     s
 }
 
+/// The notice of a partial run: it stopped at its `--budget`, and these
+/// cells (and phases) are missing. Empty for a complete run.
+pub fn partial_md(results: &Results) -> String {
+    if !results.is_partial() {
+        return String::new();
+    }
+    let mut s = format!(
+        "**Partial run.** It stopped at its `--budget` before measuring {} cell(s) or phase(s); \
+         `vmemkv_report --resume=DIR` runs them. Missing:\n\n",
+        results.missing.len()
+    );
+    for m in &results.missing {
+        let _ = writeln!(s, "* {m}");
+    }
+    s.push('\n');
+    s
+}
+
 fn fairness_md(results: &Results) -> String {
     let mut s = String::from("## Scaling and fairness\n\n");
     for (name, how) in &results.scenarios {
@@ -233,16 +301,114 @@ fn fairness_md(results: &Results) -> String {
          the original's 256 MiB-in-1 GiB proportion, so its memtables fit the cgroup.\n\
          * The page cache is dropped the same way (`/proc/sys/vm/drop_caches`) before every cold and every LTM run.\n\
          * Runs of different engines are interleaved within each cell and repeated; the median is reported.\n\
-         * All vmemkv variants read the same loaded corpus; each rival loads its own with `fillseq`.\n\
-         * Destructive workloads run after the read workloads; Insert runs on a fresh, empty database.\n",
+         * All vmemkv variants read the same loaded corpus; each rival loads its own with `fillseq`.\n",
     );
+    s.push_str(&start_rules_md(results));
     s
+}
+
+/// How each run started (the same state for every engine) and whether a
+/// warm-up preceded it, as the run recorded them; runs made before these
+/// rules are described as they were.
+fn start_rules_md(results: &Results) -> String {
+    let mut s = String::new();
+    if results.fresh_copies {
+        s.push_str(
+            "* **Same starting state.** A write cell (Update, YCSB-E, Delete) runs on a fresh copy of the \
+             loaded corpus made just before the run (`cp -a --reflink=auto`: a reflink where the file \
+             system offers one, else a copy) and removed after it; a read cell reopens the loaded corpus, \
+             which no run changes; Insert starts from an empty database. No repeat, thread count or \
+             workload inherits another run's writes.\n",
+        );
+    } else {
+        s.push_str(
+            "* Destructive workloads run after the read workloads, on the corpus the earlier cells changed; \
+             Insert runs on a fresh, empty database.\n",
+        );
+    }
+    let warm: Vec<&str> = ordered_unique(&results.runs, |r| r.workload.as_str())
+        .into_iter()
+        .filter(|w| results.runs.iter().any(|r| r.workload == *w && r.warmup))
+        .collect();
+    if !warm.is_empty() {
+        let _ = writeln!(
+            s,
+            "* **Warm-up.** Before each measured run of {}, the same benchmark runs once in the same \
+             process on the same open database and is not counted (`--benchmarks=b,b`, the second \
+             result is reported), so page faults and first reads fall outside the measured window. \
+             Insert and Delete take none (a second pass would find its keys written or deleted), nor \
+             do the cold MultiScans (it would warm the cache they measure cold).",
+            warm.join(", ")
+        );
+    }
+    s
+}
+
+/// Every repeat's ops/sec per (scenario, workload, threads, variant).
+fn repeats(results: &Results) -> BTreeMap<(String, String, usize, String), Vec<f64>> {
+    let mut groups: BTreeMap<_, Vec<f64>> = BTreeMap::new();
+    for r in &results.runs {
+        if let Some(x) = r.ops_per_sec {
+            groups
+                .entry((
+                    r.scenario.clone(),
+                    r.workload.clone(),
+                    r.threads,
+                    r.variant.clone(),
+                ))
+                .or_default()
+                .push(x);
+        }
+    }
+    groups
+}
+
+/// The spread column: min-max and how far apart as a share of the median,
+/// flagged when the repeats disagree by more than [`stats::UNSTEADY`].
+fn spread_text(xs: &[f64]) -> String {
+    match stats::spread(xs) {
+        Some(_) if xs.len() < 2 => "- (1 run)".into(),
+        Some((min, max, sp)) => {
+            let flag = if sp > stats::UNSTEADY {
+                " **unsteady**"
+            } else {
+                ""
+            };
+            format!(
+                "{}-{} ({:.0}%){flag}",
+                fmt_ops(min),
+                fmt_ops(max),
+                100.0 * sp
+            )
+        }
+        None => "-".into(),
+    }
+}
+
+/// The cells whose repeats disagree by more than [`stats::UNSTEADY`] of
+/// their median, as `scenario | workload | Nt | variant`.
+pub fn unsteady_cells(results: &Results) -> Vec<String> {
+    repeats(results)
+        .into_iter()
+        .filter(|(_, xs)| xs.len() >= 2)
+        .filter(|(_, xs)| stats::spread(xs).is_some_and(|(_, _, sp)| sp > stats::UNSTEADY))
+        .map(|((sc, w, t, v), _)| format!("{sc} | {w} | {t}t | {v}"))
+        .collect()
 }
 
 fn all_medians_md(results: &Results) -> String {
     let m = medians(results);
-    let mut s = String::from("## All medians (ops/sec)\n\n| scenario | workload | threads | variant | median ops/s | peak mem |\n|---|---|---|---|---|---|\n");
+    let reps = repeats(results);
+    let mut s = format!(
+        "## All medians (ops/sec)\n\nspread: the slowest and fastest repeat and their distance as a share of the median; \
+         **unsteady** marks repeats more than {:.0}% apart, a figure to rerun before trusting.\n\n\
+         | scenario | workload | threads | variant | median ops/s | spread | peak mem |\n|---|---|---|---|---|---|---|\n",
+        100.0 * stats::UNSTEADY
+    );
     for ((sc, w, t, v), x) in &m {
+        let spread = reps
+            .get(&(sc.clone(), w.clone(), *t, v.clone()))
+            .map_or_else(|| "-".to_string(), |xs| spread_text(xs));
         let peak = results
             .runs
             .iter()
@@ -250,7 +416,22 @@ fn all_medians_md(results: &Results) -> String {
             .filter_map(|r| r.cgroup_peak_bytes.or(r.max_rss_kib.map(|k| k * 1024)))
             .max()
             .map_or("-".to_string(), |b| format!("{} MiB", b >> 20));
-        let _ = writeln!(s, "| {sc} | {w} | {t} | {v} | {} | {peak} |", fmt_ops(*x));
+        let _ = writeln!(
+            s,
+            "| {sc} | {w} | {t} | {v} | {} | {spread} | {peak} |",
+            fmt_ops(*x)
+        );
+    }
+    let unsteady = unsteady_cells(results);
+    if !unsteady.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n### Unsteady cells (repeats more than {:.0}% apart)\n",
+            100.0 * stats::UNSTEADY
+        );
+        for c in unsteady {
+            let _ = writeln!(s, "* {c}");
+        }
     }
     for (status, title) in [
         ("failed", "Failed runs"),
@@ -464,6 +645,7 @@ pub fn markdown(results: &Results) -> String {
     );
     s.push_str(&winner_table_md(results));
     s.push('\n');
+    s.push_str(&ceiling_md(results, max_threads(results)));
     s.push_str(&super::bgjobs::table_md(&results.background_jobs));
     s.push('\n');
     s.push_str(&device_md(results));
@@ -652,6 +834,11 @@ pub fn html(results: &Results) -> String {
     }
     let _ = writeln!(s, "<h2>Winner table</h2>");
     s.push_str(&md_to_html_table(&winner_table_md(results)));
+    let ceiling = ceiling_md(results, max_threads(results));
+    if !ceiling.is_empty() {
+        let _ = writeln!(s, "<h2>Harness ceiling</h2>");
+        s.push_str(&md_to_html_table(&ceiling));
+    }
     let device = device_sections(results);
     if !device.is_empty() {
         let _ = writeln!(
@@ -839,6 +1026,8 @@ pub(super) mod tests {
             timeline: vec![],
             note: None,
             args: vec![],
+            warmup: false,
+            start: String::new(),
         }
     }
 
@@ -859,7 +1048,97 @@ pub(super) mod tests {
             repeats: 3,
             cgroup: String::new(),
             runs,
+            missing: Vec::new(),
+            resumed_from: Vec::new(),
+            fresh_copies: false,
         }
+    }
+
+    #[test]
+    fn the_header_says_when_windows_are_short() {
+        let mut r = results(vec![]);
+        assert!(header_md(&r).contains("**Short windows**"));
+        r.run_secs = super::super::matrix::MEASURED_SECS;
+        r.ltm_run_secs = super::super::matrix::MEASURED_SECS;
+        assert!(!header_md(&r).contains("Short windows"));
+    }
+
+    #[test]
+    fn spread_beside_the_median_and_unsteady_cells_flagged() {
+        let mut runs = Vec::new();
+        for (rep, (steady, wobbly)) in [(100.0, 100.0), (104.0, 130.0), (96.0, 90.0)]
+            .into_iter()
+            .enumerate()
+        {
+            runs.push(run("S", "W", "steady", true, 1, rep, steady));
+            runs.push(run("S", "W", "wobbly", false, 1, rep, wobbly));
+        }
+        let r = results(runs);
+        assert_eq!(unsteady_cells(&r), vec!["S | W | 1t | wobbly".to_string()]);
+        let md = markdown(&r);
+        assert!(
+            md.contains("| S | W | 1 | steady | 100 | 96-104 (8%) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| S | W | 1 | wobbly | 100 | 90-130 (40%) **unsteady** |"),
+            "{md}"
+        );
+        assert!(md.contains("### Unsteady cells"), "{md}");
+        assert_eq!(spread_text(&[5.0]), "- (1 run)");
+    }
+
+    #[test]
+    fn the_report_states_the_starting_state_and_warm_up_rules() {
+        let mut old = results(vec![run("S", "Get Miss", "v", true, 1, 0, 1.0)]);
+        let md = markdown(&old);
+        assert!(
+            md.contains("Destructive workloads run after the read workloads"),
+            "{md}"
+        );
+        assert!(!md.contains("Same starting state") && !md.contains("**Warm-up.**"));
+        old.fresh_copies = true;
+        old.runs[0].warmup = true;
+        let md = markdown(&old);
+        assert!(md.contains("**Same starting state.** A write cell"), "{md}");
+        assert!(md.contains("`cp -a --reflink=auto`"), "{md}");
+        assert!(
+            md.contains("**Warm-up.** Before each measured run of Get Miss,"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn the_null_engine_is_a_ceiling_never_a_rival() {
+        let mut runs = Vec::new();
+        for rep in 0..3 {
+            runs.push(run("S", "W", "vm", true, 4, rep, 300.0));
+            runs.push(run("S", "W", "rival", false, 4, rep, 100.0));
+            let mut c = run("S", "W", "null-ceiling", false, 4, rep, 1000.0);
+            c.engine = "null".into();
+            runs.push(c);
+        }
+        let r = results(runs);
+        assert_eq!(rivals(&r), vec!["rival"]);
+        let cells = winner_cells(&r, 4);
+        assert_eq!(cells[0].2.rival, Some(("rival".to_string(), 100.0)));
+        let md = markdown(&r);
+        assert!(md.contains("## Harness ceiling, 4 threads"), "{md}");
+        assert!(md.contains("| W | 1.0k ops/s; vmemkv 30% |"), "{md}");
+        assert!(html(&r).contains("<h2>Harness ceiling</h2>"));
+        // No ceiling runs, no section.
+        assert_eq!(ceiling_md(&results(Vec::new()), 4), "");
+    }
+
+    #[test]
+    fn a_partial_run_says_so_and_lists_what_is_missing() {
+        let mut r = results(Vec::new());
+        assert_eq!(partial_md(&r), "");
+        assert!(!markdown(&r).contains("Partial run"));
+        r.missing = vec!["8B-mem | Delete | 4t".into(), "seed 004".into()];
+        let md = markdown(&r);
+        assert!(md.contains("**Partial run.**"), "{md}");
+        assert!(md.contains("* 8B-mem | Delete | 4t\n* seed 004\n"), "{md}");
     }
 
     #[test]

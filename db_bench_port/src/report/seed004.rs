@@ -53,7 +53,12 @@ pub fn sizes(scale: Scale) -> (u64, u64, usize) {
 
 /// The engines measured: the full vmemkv configuration and every rival.
 pub fn variants(all: &[Variant]) -> Vec<Variant> {
-    all.iter().filter(|v| v.all_threads).cloned().collect()
+    // Not the null engine: its reads find nothing, and its figures
+    // would be read as a rival's beside the seed's.
+    all.iter()
+        .filter(|v| v.all_threads && v.engine != super::matrix::CEILING_ENGINE)
+        .cloned()
+        .collect()
 }
 
 /// Runs in this section, for the progress total (a fill and a read each).

@@ -52,6 +52,19 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     })
 }
 
+/// How far a cell's repeats disagree: `(max - min) / median`, with the
+/// min and max; `None` for no figures or a median that is not positive.
+pub fn spread(xs: &[f64]) -> Option<(f64, f64, f64)> {
+    let m = median(xs)?;
+    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (m > 0.0).then(|| (min, max, (max - min) / m))
+}
+
+/// Repeats that disagree by more than this share of their median flag
+/// their cell as unsteady.
+pub const UNSTEADY: f64 = 0.10;
+
 /// vmemkv's throughput over the best rival's; `None` when the rival has no
 /// positive figure.
 pub fn ratio(vmemkv: f64, best_rival: f64) -> Option<f64> {
@@ -97,5 +110,18 @@ mod tests {
         let names = ["a".to_string(), "b".to_string(), "c".to_string()];
         let got = best(names.iter().zip([1.0, 5.0, 3.0]));
         assert_eq!(got.map(|(n, v)| (n.as_str(), v)), Some(("b", 5.0)));
+    }
+
+    #[test]
+    fn spread_is_the_range_over_the_median() {
+        assert_eq!(spread(&[]), None);
+        assert_eq!(spread(&[0.0, 0.0]), None);
+        assert_eq!(spread(&[100.0]), Some((100.0, 100.0, 0.0)));
+        let (min, max, s) = spread(&[90.0, 100.0, 120.0]).unwrap_or_default();
+        assert_eq!((min, max), (90.0, 120.0));
+        assert!((s - 0.30).abs() < 1e-9, "{s}");
+        // 10% exactly is steady; just past it is not.
+        assert!(spread(&[95.0, 100.0, 105.0]).is_some_and(|(_, _, s)| s <= UNSTEADY));
+        assert!(spread(&[94.0, 100.0, 105.0]).is_some_and(|(_, _, s)| s > UNSTEADY));
     }
 }

@@ -139,33 +139,14 @@ pub const BOUNDED_WINDOW: usize = 4096;
 /// Entries resolved per window of an unbounded range.
 pub const UNBOUNDED_WINDOW: usize = 256;
 
-/// RocksDB's default `io_coalesce_threshold`.
-pub const DEFAULT_IO_COALESCE_THRESHOLD: u64 = 16 * 1024;
+// RocksDB's `MultiScanArgs` and its ranges live in `vmemkv-scan-args`, the
+// one definition the engine and the trait crate share (see that crate for
+// why); the engine's own knobs wrap it in [`MultiScanOptions`].
+pub use vmemkv_scan_args::{InvalidScan, MultiScanArgs, ScanRange, DEFAULT_IO_COALESCE_THRESHOLD};
 
-/// One range `[start, limit)`; `limit = None` scans to the end.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanRange {
-    /// First key. `None` is rejected with `InvalidArgument`, as in RocksDB.
-    pub start: Option<Vec<u8>>,
-    /// First key past the range.
-    pub limit: Option<Vec<u8>>,
-}
-
-impl ScanRange {
-    /// `[start, limit)`.
-    pub fn new(start: &[u8], limit: &[u8]) -> Self {
-        ScanRange {
-            start: Some(start.to_vec()),
-            limit: Some(limit.to_vec()),
-        }
-    }
-
-    /// `[start, ∞)`.
-    pub fn unbounded(start: &[u8]) -> Self {
-        ScanRange {
-            start: Some(start.to_vec()),
-            limit: None,
-        }
+impl From<InvalidScan> for Error {
+    fn from(e: InvalidScan) -> Self {
+        Error::InvalidArgument(e.0)
     }
 }
 
@@ -231,19 +212,16 @@ impl BufferMode {
     }
 }
 
-/// Arguments of a MultiScan (RocksDB's `MultiScanArgs`, plus the read
-/// options' iterate bounds and test switches).
+/// A MultiScan as the engine runs it: RocksDB's arguments, plus the read
+/// options' iterate bounds and the engine's own knobs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MultiScanArgs {
-    /// Ranges in increasing start order.
-    pub ranges: Vec<ScanRange>,
-    /// Prefetch every range's values through io_uring before the first key.
-    pub use_async_io: bool,
-    /// Reads closer than this many bytes are merged.
-    pub io_coalesce_threshold: u64,
-    /// Bytes prefetched at most; 0 = unlimited. Past it the scan continues
-    /// synchronously.
-    pub max_prefetch_size: u64,
+pub struct MultiScanOptions {
+    /// RocksDB's arguments: the ranges, `use_async_io` (prefetch every
+    /// range's values through io_uring before the first key),
+    /// `io_coalesce_threshold` (reads closer than this are merged) and
+    /// `max_prefetch_size` (bytes prefetched at most; 0 = unlimited; past
+    /// it the scan continues synchronously).
+    pub args: MultiScanArgs,
     /// Ranges after the current one are planned only while the bytes that
     /// all scans of the process have planned and not yet consumed are
     /// below this; 0 = an eighth of the memory budget (see the module
@@ -263,13 +241,17 @@ pub struct MultiScanArgs {
     pub verify_checksums: bool,
 }
 
-impl Default for MultiScanArgs {
+impl Default for MultiScanOptions {
     fn default() -> Self {
-        MultiScanArgs {
-            ranges: Vec::new(),
-            use_async_io: false,
-            io_coalesce_threshold: DEFAULT_IO_COALESCE_THRESHOLD,
-            max_prefetch_size: 0,
+        MultiScanOptions::from(MultiScanArgs::default())
+    }
+}
+
+impl From<MultiScanArgs> for MultiScanOptions {
+    /// `args` with the engine's defaults for everything else.
+    fn from(args: MultiScanArgs) -> Self {
+        MultiScanOptions {
+            args,
             max_prefetch_ahead: 0,
             lower_bound: None,
             upper_bound: None,
@@ -280,44 +262,19 @@ impl Default for MultiScanArgs {
     }
 }
 
-impl MultiScanArgs {
+impl MultiScanOptions {
     /// `ranges` with default settings.
     pub fn new(ranges: Vec<ScanRange>) -> Self {
-        MultiScanArgs {
-            ranges,
-            ..Self::default()
-        }
+        MultiScanOptions::from(MultiScanArgs::new(ranges))
     }
 
-    /// RocksDB's validation: a non-empty list, every range with a start,
-    /// `start < limit`, starts in increasing order.
-    pub fn validate(&self) -> Result<()> {
-        if self.ranges.is_empty() {
-            return Err(Error::InvalidArgument(
-                "MultiScan: no scan ranges given".into(),
-            ));
-        }
-        let mut prev: Option<&[u8]> = None;
-        for (i, r) in self.ranges.iter().enumerate() {
-            let Some(start) = r.start.as_deref() else {
-                return Err(Error::InvalidArgument(format!(
-                    "MultiScan: range {i} has no start key"
-                )));
-            };
-            if r.limit.as_deref().is_some_and(|l| start >= l) {
-                return Err(Error::InvalidArgument(format!(
-                    "MultiScan: range {i} has start >= limit"
-                )));
-            }
-            if prev.is_some_and(|p| start < p) {
-                return Err(Error::InvalidArgument(format!(
-                    "MultiScan: range {i} starts before range {}; ranges must be in increasing order",
-                    i - 1
-                )));
-            }
-            prev = Some(start);
-        }
-        Ok(())
+    /// `ranges`, synchronous or with every value read prefetched through
+    /// io_uring, with default settings otherwise.
+    pub fn with_async_io(ranges: Vec<ScanRange>, use_async_io: bool) -> Self {
+        MultiScanOptions::from(MultiScanArgs {
+            use_async_io,
+            ..MultiScanArgs::new(ranges)
+        })
     }
 }
 
@@ -443,19 +400,24 @@ fn min_upper(a: Option<&[u8]>, b: Option<&[u8]>) -> Option<Vec<u8>> {
 /// resolved and its reads submitted before the next range is resolved, all
 /// before this returns. [`BufferMode::Auto`] is resolved by the size of the
 /// log (see [`BufferMode`]).
-pub fn multi_scan<'a>(t1: &'a T1, log: &'a Log, args: &MultiScanArgs) -> Result<MultiScanIter<'a>> {
-    multi_scan_with(t1, log, args, BufferMode::Auto, None)
+pub fn multi_scan<'a>(
+    t1: &'a T1,
+    log: &'a Log,
+    opts: &MultiScanOptions,
+) -> Result<MultiScanIter<'a>> {
+    multi_scan_with(t1, log, opts, BufferMode::Auto, None)
 }
 
-/// [`multi_scan`], with `default_mode` used when `args.buffer_mode` is
+/// [`multi_scan`], with `default_mode` used when `opts.buffer_mode` is
 /// [`BufferMode::Auto`] (the engine passes `Options::use_direct_reads`).
 pub(crate) fn multi_scan_with<'a>(
     t1: &'a T1,
     log: &'a Log,
-    args: &MultiScanArgs,
+    opts: &MultiScanOptions,
     default_mode: BufferMode,
     at: Option<u64>,
 ) -> Result<MultiScanIter<'a>> {
+    let args = &opts.args;
     args.validate()?;
     let view = crate::t1::ReadReg::new(t1.versions(), at);
     let ranges = args
@@ -464,9 +426,9 @@ pub(crate) fn multi_scan_with<'a>(
         .map(|r| {
             let lo = max_lower(
                 r.start.as_deref().unwrap_or_default(),
-                args.lower_bound.as_deref(),
+                opts.lower_bound.as_deref(),
             );
-            let hi = min_upper(r.limit.as_deref(), args.upper_bound.as_deref());
+            let hi = min_upper(r.limit.as_deref(), opts.upper_bound.as_deref());
             let empty = hi.as_deref().is_some_and(|h| lo.as_slice() >= h);
             RangeState {
                 window_cap: if r.limit.is_some() {
@@ -483,9 +445,9 @@ pub(crate) fn multi_scan_with<'a>(
             }
         })
         .collect();
-    let io = if args.use_async_io && !args.disable_io_uring {
+    let io = if args.use_async_io && !opts.disable_io_uring {
         let others = log.scanned.start();
-        let (mode, admit) = args.buffer_mode.or(default_mode).resolve(log, others);
+        let (mode, admit) = opts.buffer_mode.or(default_mode).resolve(log, others);
         let io = Reader::new(mode).map(|reader| Io {
             planner: Planner::new(
                 args.io_coalesce_threshold,
@@ -519,9 +481,9 @@ pub(crate) fn multi_scan_with<'a>(
         idx: 0,
         started: false,
         at: None,
-        verify: args.verify_checksums,
+        verify: opts.verify_checksums,
         coalesce: args.io_coalesce_threshold,
-        ahead_limit: match args.max_prefetch_ahead {
+        ahead_limit: match opts.max_prefetch_ahead {
             0 => ahead::limit(),
             n => n,
         },

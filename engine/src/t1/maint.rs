@@ -257,9 +257,9 @@ impl Inner {
     /// the shard at the region's first key, so that the left half keeps its
     /// sorted region as it is and the right half's is built from the new
     /// entries alone. A merge then copies what changed, not the shard.
-    /// Only for a shard whose sorted region holds `split_threshold / 2`
+    /// Only for a shard whose sorted region holds `split_threshold / 8`
     /// keys or more, so that an in-order load makes shards of that size
-    /// and up (the size a median split leaves), not one per merge. Returns false (nothing done) otherwise.
+    /// and up, not one per merge. Returns false (nothing done) otherwise.
     pub(crate) fn append_split(&self, shard: &Arc<Shard>) -> bool {
         let t0 = Instant::now();
         let st = shard.state.load_full();
@@ -267,7 +267,7 @@ impl Inner {
         if shard.retired.load(Ordering::Acquire)
             || st.frozen.is_some()
             || n == 0
-            || n < self.cfg.split_threshold / 2
+            || n < self.cfg.split_threshold / 8
         {
             return false;
         }

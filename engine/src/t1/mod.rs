@@ -111,7 +111,7 @@ pub struct T1Config {
 impl Default for T1Config {
     fn default() -> Self {
         T1Config {
-            split_threshold: 256 << 10,
+            split_threshold: 1 << 20,
             reorganize_threshold: 64 << 10,
             bloom_bits_per_key: 10,
             background: true,

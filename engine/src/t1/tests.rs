@@ -266,8 +266,8 @@ fn sorted_of(t: &T1, key: &[u8]) -> (*const Sorted, usize) {
 
 #[test]
 fn keys_past_the_end_split_off_instead_of_rebuilding_the_shard() {
-    // split_threshold / 2 = 1000: a shard appends by splitting from 1000 keys.
-    let t = T1::new(cfg(2000, 500, false));
+    // split_threshold / 8 = 1000: a shard appends by splitting from 1000 keys.
+    let t = T1::new(cfg(8000, 500, false));
     let key = |i: u64| format!("key{i:08}").into_bytes();
     for i in 0..1000 {
         t.upsert(&key(i), inline(i + 1, b"v"));

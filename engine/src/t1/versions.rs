@@ -324,6 +324,11 @@ impl Versions {
                 continue;
             };
             let mut at = self.visible_below();
+            if at == u64::MAX {
+                // A T1 whose watermark was never published (used without a
+                // log): a slot holds `at + 1`, so this one goes to the map.
+                break;
+            }
             if slot
                 .at
                 .compare_exchange(0, at + 1, Ordering::SeqCst, Ordering::Relaxed)

@@ -1,6 +1,6 @@
 //! The cursor iterator, with RocksDB's semantics.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// A cursor over a consistent-enough view of the database (see each engine's
 /// docs for what it sees of concurrent writes).
@@ -95,11 +95,12 @@ pub fn within_bounds(lower: Option<&[u8]>, upper: Option<&[u8]>, key: &[u8]) -> 
     lower.is_none_or(|l| key >= l) && upper.is_none_or(|u| key < u)
 }
 
-/// An iterator that is never valid and reports `err`; for engines that fail
-/// to build an iterator after the call has returned a box.
-pub struct ErrorIterator(pub Error);
+/// An iterator that is never valid and whose `status` is the outcome it
+/// holds: `Ok` for an empty one (the null engine's), an error for engines
+/// that fail to build an iterator after the call has returned a box.
+pub struct NeverValid(pub Result<()>);
 
-impl DbIterator for ErrorIterator {
+impl DbIterator for NeverValid {
     fn valid(&self) -> bool {
         false
     }
@@ -116,6 +117,6 @@ impl DbIterator for ErrorIterator {
         &[]
     }
     fn status(&self) -> Result<()> {
-        Err(self.0.clone())
+        self.0.clone()
     }
 }

@@ -33,7 +33,7 @@ pub use capabilities::{Capabilities, Capability};
 pub use db::{check_sizes, not_supported, Db};
 pub use destroy::{destroy, is_engine_database};
 pub use error::{Error, IoFailure, Result};
-pub use iter::{DbIterator, Entries, ErrorIterator};
+pub use iter::{DbIterator, Entries, NeverValid};
 pub use multiscan::{
     collect_multi_scan, InvalidScan, IterMultiScan, MultiScan, MultiScanArgs, ScanRange,
     ScanResults, DEFAULT_IO_COALESCE_THRESHOLD,

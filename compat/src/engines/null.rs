@@ -25,7 +25,7 @@ use crate::lock::DirLock;
 use crate::capabilities::Capabilities;
 use crate::db::{check_sizes, Db};
 use crate::error::Result;
-use crate::iter::DbIterator;
+use crate::iter::{DbIterator, NeverValid};
 use crate::multiscan::{IterMultiScan, MultiScan, MultiScanArgs};
 use crate::options::{EngineOptions, Limits, OptionMap, ReadOptions, WriteOptions};
 use crate::{Snapshot, WriteBatch};
@@ -60,30 +60,6 @@ impl NullDb {
         if let Some(s) = &ro.snapshot {
             s.downcast::<()>(NAME, self.owner())?;
         }
-        Ok(())
-    }
-}
-
-/// A cursor over nothing: never valid, never in error.
-struct Empty;
-
-impl DbIterator for Empty {
-    fn valid(&self) -> bool {
-        false
-    }
-    fn seek_to_first(&mut self) {}
-    fn seek_to_last(&mut self) {}
-    fn seek(&mut self, _: &[u8]) {}
-    fn seek_for_prev(&mut self, _: &[u8]) {}
-    fn next(&mut self) {}
-    fn prev(&mut self) {}
-    fn key(&self) -> &[u8] {
-        &[]
-    }
-    fn value(&self) -> &[u8] {
-        &[]
-    }
-    fn status(&self) -> Result<()> {
         Ok(())
     }
 }
@@ -143,7 +119,7 @@ impl Db for NullDb {
 
     fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>> {
         self.check_snapshot(opts)?;
-        Ok(Box::new(Empty))
+        Ok(Box::new(NeverValid(Ok(()))))
     }
 
     /// Validates `args` as every engine does, then yields each range empty.
@@ -153,7 +129,9 @@ impl Db for NullDb {
         args: &MultiScanArgs,
     ) -> Result<Box<dyn MultiScan + 'a>> {
         self.check_snapshot(opts)?;
-        let empty = |_: &ReadOptions| -> Result<Box<dyn DbIterator + 'a>> { Ok(Box::new(Empty)) };
+        let empty = |_: &ReadOptions| -> Result<Box<dyn DbIterator + 'a>> {
+            Ok(Box::new(NeverValid(Ok(()))))
+        };
         let ms = IterMultiScan::new(opts, args, empty)?;
         Ok(Box::new(ms))
     }

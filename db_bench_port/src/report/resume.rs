@@ -120,29 +120,11 @@ impl Budget {
 mod tests {
     use super::*;
 
+    /// A run of the report's test fixture with `status`.
     fn run(sc: &str, wl: &str, threads: usize, status: &str) -> Run {
         Run {
-            scenario: sc.into(),
-            workload: wl.into(),
-            bench: String::new(),
-            variant: "v".into(),
-            engine: "vmemkv".into(),
-            is_vmemkv: true,
-            threads,
-            rep: 0,
             status: status.into(),
-            ops_per_sec: None,
-            micros_per_op: None,
-            operations: None,
-            max_rss_kib: None,
-            cgroup_peak_bytes: None,
-            oom_kills: 0,
-            device_read_bytes: None,
-            timeline: Vec::new(),
-            note: None,
-            args: Vec::new(),
-            warmup: false,
-            start: String::new(),
+            ..crate::report::render::tests::run(sc, wl, "v", true, threads, 0, 1.0)
         }
     }
 

@@ -1,10 +1,14 @@
 //! `WriteBatch`: a sequence of updates applied atomically by `Db::write`.
 
+use crate::family::Cf;
+
 /// One update inside a [`WriteBatch`], borrowed from the batch's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchOp<'a> {
     /// Set `key` to `value`.
     Put {
+        /// The column family.
+        cf: Cf,
         /// The key.
         key: &'a [u8],
         /// The value.
@@ -12,11 +16,15 @@ pub enum BatchOp<'a> {
     },
     /// Remove `key`.
     Delete {
+        /// The column family.
+        cf: Cf,
         /// The key.
         key: &'a [u8],
     },
     /// Remove every key in `[begin, end)`.
     DeleteRange {
+        /// The column family.
+        cf: Cf,
         /// First key removed.
         begin: &'a [u8],
         /// First key kept.
@@ -27,6 +35,10 @@ pub enum BatchOp<'a> {
 const TAG_PUT: u8 = 1;
 const TAG_DELETE: u8 = 2;
 const TAG_DELETE_RANGE: u8 = 3;
+/// The same three, followed by a varint family number; the default
+/// family's ops keep the short tags, so a batch without families encodes
+/// as it always did.
+const TAG_CF: u8 = 3;
 /// RocksDB counts a 12-byte header (sequence + count) in `data_size`; we do
 /// the same so db_bench's byte figures line up.
 const HEADER_SIZE: usize = 12;
@@ -45,7 +57,7 @@ const HEADER_SIZE: usize = 12;
 /// b.delete_range(b"c", b"d");
 /// assert_eq!(b.len(), 3);
 /// let ops: Vec<_> = b.iter().collect();
-/// assert_eq!(ops[0], BatchOp::Put { key: b"a", value: b"1" });
+/// assert_eq!(ops[0], BatchOp::Put { cf: vmemkv_compat::Cf::DEFAULT, key: b"a", value: b"1" });
 /// b.clear();
 /// assert!(b.is_empty());
 /// ```
@@ -53,6 +65,8 @@ const HEADER_SIZE: usize = 12;
 pub struct WriteBatch {
     rep: Vec<u8>,
     count: usize,
+    /// Updates addressed to a family other than `default`.
+    cf_count: usize,
 }
 
 fn put_varint(buf: &mut Vec<u8>, mut v: usize) {
@@ -99,6 +113,7 @@ impl WriteBatch {
         WriteBatch {
             rep: Vec::with_capacity(bytes),
             count: 0,
+            cf_count: 0,
         }
     }
 
@@ -107,33 +122,62 @@ impl WriteBatch {
         self.rep.extend_from_slice(s);
     }
 
-    /// Queues `key = value`.
+    /// Queues `key = value` in the default family.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.rep.push(TAG_PUT);
-        self.push_slice(key);
-        self.push_slice(value);
-        self.count += 1;
+        self.put_cf(Cf::DEFAULT, key, value)
     }
 
     /// Queues the removal of `key`.
     pub fn delete(&mut self, key: &[u8]) {
-        self.rep.push(TAG_DELETE);
-        self.push_slice(key);
-        self.count += 1;
+        self.delete_cf(Cf::DEFAULT, key)
     }
 
     /// Queues the removal of every key in `[begin, end)`.
     pub fn delete_range(&mut self, begin: &[u8], end: &[u8]) {
-        self.rep.push(TAG_DELETE_RANGE);
+        self.delete_range_cf(Cf::DEFAULT, begin, end)
+    }
+
+    fn push_tag(&mut self, tag: u8, cf: Cf) {
+        if cf.is_default() {
+            self.rep.push(tag);
+        } else {
+            self.rep.push(tag + TAG_CF);
+            put_varint(&mut self.rep, cf.id() as usize);
+            self.cf_count += 1;
+        }
+        self.count += 1;
+    }
+
+    /// Queues `key = value` in family `cf`.
+    pub fn put_cf(&mut self, cf: Cf, key: &[u8], value: &[u8]) {
+        self.push_tag(TAG_PUT, cf);
+        self.push_slice(key);
+        self.push_slice(value);
+    }
+
+    /// Queues the removal of `key` from family `cf`.
+    pub fn delete_cf(&mut self, cf: Cf, key: &[u8]) {
+        self.push_tag(TAG_DELETE, cf);
+        self.push_slice(key);
+    }
+
+    /// Queues the removal of every key in `[begin, end)` of family `cf`.
+    pub fn delete_range_cf(&mut self, cf: Cf, begin: &[u8], end: &[u8]) {
+        self.push_tag(TAG_DELETE_RANGE, cf);
         self.push_slice(begin);
         self.push_slice(end);
-        self.count += 1;
+    }
+
+    /// Whether any queued update addresses a family other than `default`.
+    pub fn uses_families(&self) -> bool {
+        self.cf_count > 0
     }
 
     /// Removes every queued update, keeping the buffer.
     pub fn clear(&mut self) {
         self.rep.clear();
         self.count = 0;
+        self.cf_count = 0;
     }
 
     /// Number of queued updates.
@@ -160,6 +204,17 @@ impl WriteBatch {
     }
 }
 
+impl BatchOp<'_> {
+    /// The family the update addresses.
+    pub fn cf(&self) -> Cf {
+        match *self {
+            BatchOp::Put { cf, .. }
+            | BatchOp::Delete { cf, .. }
+            | BatchOp::DeleteRange { cf, .. } => cf,
+        }
+    }
+}
+
 impl<'a> IntoIterator for &'a WriteBatch {
     type Item = BatchOp<'a>;
     type IntoIter = BatchIter<'a>;
@@ -181,21 +236,27 @@ impl<'a> Iterator for BatchIter<'a> {
     fn next(&mut self) -> Option<BatchOp<'a>> {
         // The buffer is only ever written by WriteBatch itself, so a decode
         // failure cannot happen; ending the iteration is the safe answer.
-        let tag = *self.rep.get(self.pos)?;
+        let mut tag = *self.rep.get(self.pos)?;
         self.pos += 1;
+        let mut cf = Cf::DEFAULT;
+        if tag > TAG_CF {
+            tag -= TAG_CF;
+            cf = Cf::from_id(u32::try_from(get_varint(self.rep, &mut self.pos)?).ok()?);
+        }
         let op = match tag {
             TAG_PUT => {
                 let key = get_slice(self.rep, &mut self.pos)?;
                 let value = get_slice(self.rep, &mut self.pos)?;
-                BatchOp::Put { key, value }
+                BatchOp::Put { cf, key, value }
             }
             TAG_DELETE => BatchOp::Delete {
+                cf,
                 key: get_slice(self.rep, &mut self.pos)?,
             },
             TAG_DELETE_RANGE => {
                 let begin = get_slice(self.rep, &mut self.pos)?;
                 let end = get_slice(self.rep, &mut self.pos)?;
-                BatchOp::DeleteRange { begin, end }
+                BatchOp::DeleteRange { cf, begin, end }
             }
             _ => return None,
         };
@@ -219,6 +280,7 @@ mod tests {
         assert_eq!(
             ops[0],
             BatchOp::Put {
+                cf: Cf::DEFAULT,
                 key: b"",
                 value: b""
             }
@@ -226,11 +288,42 @@ mod tests {
         assert_eq!(
             ops[1],
             BatchOp::Put {
+                cf: Cf::DEFAULT,
                 key: b"k",
                 value: &big[..]
             }
         );
-        assert_eq!(ops[2], BatchOp::Delete { key: b"\x00\xff" });
+        assert_eq!(
+            ops[2],
+            BatchOp::Delete {
+                cf: Cf::DEFAULT,
+                key: b"\x00\xff"
+            }
+        );
         assert!(b.data_size() > big.len());
+        assert!(!b.uses_families());
+    }
+
+    #[test]
+    fn family_ops_carry_their_family() {
+        let mut b = WriteBatch::new();
+        let cf = Cf::from_id(300);
+        b.put(b"a", b"1");
+        b.put_cf(cf, b"b", b"2");
+        b.delete_cf(cf, b"c");
+        b.delete_range_cf(cf, b"d", b"e");
+        assert!(b.uses_families());
+        let fams: Vec<Cf> = b.iter().map(|op| op.cf()).collect();
+        assert_eq!(fams, vec![Cf::DEFAULT, cf, cf, cf]);
+        assert_eq!(
+            b.iter().nth(3),
+            Some(BatchOp::DeleteRange {
+                cf,
+                begin: b"d",
+                end: b"e"
+            })
+        );
+        b.clear();
+        assert!(!b.uses_families());
     }
 }

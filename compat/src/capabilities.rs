@@ -20,15 +20,19 @@ pub enum Capability {
     Snapshots,
     /// `WriteBatch::delete_range`.
     DeleteRange,
+    /// Column families beyond `default` ([`crate::Db::create_cf`] and the
+    /// `_cf` calls).
+    ColumnFamilies,
 }
 
 impl Capability {
     /// Every capability.
-    pub const ALL: [Capability; 4] = [
+    pub const ALL: [Capability; 5] = [
         Capability::OrderedIteration,
         Capability::MultiScan,
         Capability::Snapshots,
         Capability::DeleteRange,
+        Capability::ColumnFamilies,
     ];
 
     /// A short name, e.g. `"ordered iteration"`.
@@ -38,6 +42,7 @@ impl Capability {
             Capability::MultiScan => "multi_scan",
             Capability::Snapshots => "snapshots",
             Capability::DeleteRange => "delete_range",
+            Capability::ColumnFamilies => "column families",
         }
     }
 }

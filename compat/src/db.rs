@@ -3,6 +3,7 @@
 use crate::batch::WriteBatch;
 use crate::capabilities::Capabilities;
 use crate::error::{Error, Result};
+use crate::family::{default_only, Cf};
 use crate::iter::DbIterator;
 use crate::multiscan::{MultiScan, MultiScanArgs};
 use crate::options::{Limits, ReadOptions, WriteOptions};
@@ -19,7 +20,10 @@ use crate::snapshot::Snapshot;
 /// `delete`, `write`), a cursor (`iter`), and `limits`. Everything else has a
 /// default: `multi_get` loops over `get_into`, `multi_scan` runs one bounded
 /// iterator per range, and the maintenance calls return `NotSupported`
-/// (never a silent no-op). Then register it in [`crate::EngineKind`] and run
+/// (never a silent no-op). Column families: an engine that has them
+/// overrides `create_cf`, `drop_cf`, `cf_handle`, `cf_names` and the
+/// `_cf` forms, and handles [`crate::BatchOp::cf`] in `write`; the
+/// defaults serve `default` alone. Then register it in [`crate::EngineKind`] and run
 /// the conformance suite in `tests/` against it.
 pub trait Db: Send + Sync {
     /// The engine's name as accepted by [`crate::EngineKind`], e.g. `"vmemkv"`.
@@ -49,20 +53,7 @@ pub trait Db: Send + Sync {
     /// Reads many keys; one result per key, in order. All keys are read
     /// from one view: `opts.snapshot`, or one taken for the call.
     fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
-        let pinned;
-        let opts = match (&opts.snapshot, keys.len() > 1) {
-            (None, true) => match self.snapshot() {
-                Ok(s) => {
-                    pinned = opts.clone().with_snapshot(&s);
-                    &pinned
-                }
-                // Transitional: engines without snapshots read live.
-                Err(Error::NotSupported(_)) => opts,
-                Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
-            },
-            _ => opts,
-        };
-        keys.iter().map(|k| self.get(opts, k)).collect()
+        self.multi_get_cf(opts, Cf::DEFAULT, keys)
     }
 
     /// A point-in-time view for later reads ([`ReadOptions::snapshot`]),
@@ -78,7 +69,9 @@ pub trait Db: Send + Sync {
     fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()>;
 
     /// Applies `batch` atomically: after a crash it is wholly present or
-    /// wholly absent, and a concurrent reader sees all of it or none.
+    /// wholly absent, and a concurrent reader sees all of it or none. A
+    /// batch may span families; an engine without them refuses one that
+    /// addresses any family but `default`.
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()>;
 
     /// A cursor over the database, honouring the options' bounds. It reads
@@ -92,6 +85,99 @@ pub trait Db: Send + Sync {
         opts: &ReadOptions,
         args: &MultiScanArgs,
     ) -> Result<Box<dyn MultiScan + 'a>> {
+        self.multi_scan_cf(opts, Cf::DEFAULT, args)
+    }
+
+    /// Creates column family `name` and returns its handle; an error if it
+    /// exists. Durable when this returns.
+    fn create_cf(&self, name: &str) -> Result<Cf> {
+        let _ = name;
+        Err(not_supported(self.name(), "column families"))
+    }
+
+    /// Drops column family `name` and every key in it; handles to it become
+    /// invalid. `default` cannot be dropped. Durable when this returns.
+    fn drop_cf(&self, name: &str) -> Result<()> {
+        let _ = name;
+        Err(not_supported(self.name(), "column families"))
+    }
+
+    /// The handle of the open family `name`, if any.
+    fn cf_handle(&self, name: &str) -> Option<Cf> {
+        (name == Cf::DEFAULT_NAME).then_some(Cf::DEFAULT)
+    }
+
+    /// Every family's name, `default` included, in name order.
+    fn cf_names(&self) -> Vec<String> {
+        vec![Cf::DEFAULT_NAME.to_string()]
+    }
+
+    /// [`Db::get_into`] in family `cf`.
+    fn get_cf_into(
+        &self,
+        opts: &ReadOptions,
+        cf: Cf,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        default_only(self.name(), cf)?;
+        self.get_into(opts, key, out)
+    }
+
+    /// [`Db::get`] in family `cf`.
+    fn get_cf(&self, opts: &ReadOptions, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut out = Vec::new();
+        Ok(self.get_cf_into(opts, cf, key, &mut out)?.then_some(out))
+    }
+
+    /// [`Db::multi_get`] in family `cf`.
+    fn multi_get_cf(
+        &self,
+        opts: &ReadOptions,
+        cf: Cf,
+        keys: &[&[u8]],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let pinned;
+        let opts = match (&opts.snapshot, keys.len() > 1) {
+            (None, true) => match self.snapshot() {
+                Ok(s) => {
+                    pinned = opts.clone().with_snapshot(&s);
+                    &pinned
+                }
+                // Transitional: engines without snapshots read live.
+                Err(Error::NotSupported(_)) => opts,
+                Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
+            },
+            _ => opts,
+        };
+        keys.iter().map(|k| self.get_cf(opts, cf, k)).collect()
+    }
+
+    /// [`Db::put`] in family `cf`.
+    fn put_cf(&self, opts: &WriteOptions, cf: Cf, key: &[u8], value: &[u8]) -> Result<()> {
+        default_only(self.name(), cf)?;
+        self.put(opts, key, value)
+    }
+
+    /// [`Db::delete`] in family `cf`.
+    fn delete_cf(&self, opts: &WriteOptions, cf: Cf, key: &[u8]) -> Result<()> {
+        default_only(self.name(), cf)?;
+        self.delete(opts, key)
+    }
+
+    /// [`Db::iter`] over family `cf`.
+    fn iter_cf<'a>(&'a self, opts: &ReadOptions, cf: Cf) -> Result<Box<dyn DbIterator + 'a>> {
+        default_only(self.name(), cf)?;
+        self.iter(opts)
+    }
+
+    /// [`Db::multi_scan`] over family `cf`.
+    fn multi_scan_cf<'a>(
+        &'a self,
+        opts: &ReadOptions,
+        cf: Cf,
+        args: &MultiScanArgs,
+    ) -> Result<Box<dyn MultiScan + 'a>> {
         let mut opts = opts.clone();
         if opts.snapshot.is_none() && args.ranges.len() > 1 {
             match self.snapshot() {
@@ -101,7 +187,7 @@ pub trait Db: Send + Sync {
                 Err(e) => return Err(e),
             }
         }
-        let ms = crate::multiscan::IterMultiScan::new(&opts, args, move |ro| self.iter(ro))?;
+        let ms = crate::multiscan::IterMultiScan::new(&opts, args, move |ro| self.iter_cf(ro, cf))?;
         Ok(Box::new(ms))
     }
 

@@ -21,6 +21,7 @@ pub mod db;
 mod destroy;
 pub mod engines;
 pub mod error;
+pub mod family;
 pub mod iter;
 mod lock;
 pub mod multiscan;
@@ -33,6 +34,7 @@ pub use capabilities::{Capabilities, Capability};
 pub use db::{check_sizes, not_supported, Db};
 pub use destroy::{destroy, is_engine_database};
 pub use error::{Error, IoFailure, Result};
+pub use family::{Cf, Families};
 pub use iter::{DbIterator, Entries, NeverValid};
 pub use multiscan::{
     collect_multi_scan, InvalidScan, IterMultiScan, MultiScan, MultiScanArgs, ScanRange,

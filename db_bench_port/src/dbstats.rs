@@ -334,9 +334,9 @@ impl Db for CountingDb {
         let bytes: usize = batch
             .iter()
             .map(|op| match op {
-                BatchOp::Put { key, value } => key.len() + value.len(),
-                BatchOp::Delete { key } => key.len(),
-                BatchOp::DeleteRange { begin, end } => begin.len() + end.len(),
+                BatchOp::Put { key, value, .. } => key.len() + value.len(),
+                BatchOp::Delete { key, .. } => key.len(),
+                BatchOp::DeleteRange { begin, end, .. } => begin.len() + end.len(),
             })
             .sum();
         self.count_write(opts, batch.len() as u64, bytes as u64);

@@ -107,6 +107,9 @@ fn lacks(db: &dyn Db, cap: Capability, what: &str) -> bool {
                 b.delete_range(b"a", b"b");
                 matches!(db.write(&wo(), &b), Err(Error::NotSupported(_)))
             }
+            Capability::ColumnFamilies => {
+                matches!(db.create_cf("not-applicable"), Err(Error::NotSupported(_)))
+            }
         };
         assert!(
             refused,

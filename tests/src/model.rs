@@ -184,11 +184,12 @@ impl Db for ModelDb {
     }
 
     fn write(&self, _: &WriteOptions, batch: &WriteBatch) -> Result<()> {
+        vmemkv_compat::family::default_only_batch(self.name(), batch)?;
         for op in batch {
             match op {
-                BatchOp::Put { key, value } => check_sizes(&MODEL_LIMITS, key, Some(value))?,
-                BatchOp::Delete { key } => check_sizes(&MODEL_LIMITS, key, None)?,
-                BatchOp::DeleteRange { begin, end } => {
+                BatchOp::Put { key, value, .. } => check_sizes(&MODEL_LIMITS, key, Some(value))?,
+                BatchOp::Delete { key, .. } => check_sizes(&MODEL_LIMITS, key, None)?,
+                BatchOp::DeleteRange { begin, end, .. } => {
                     check_sizes(&MODEL_LIMITS, begin, None)?;
                     check_sizes(&MODEL_LIMITS, end, None)?;
                 }
@@ -256,13 +257,13 @@ impl Db for ModelDb {
 /// Applies one batch update to a map: the model's definition of each op.
 pub fn apply(map: &mut BTreeMap<Vec<u8>, Vec<u8>>, op: BatchOp<'_>) {
     match op {
-        BatchOp::Put { key, value } => {
+        BatchOp::Put { key, value, .. } => {
             map.insert(key.to_vec(), value.to_vec());
         }
-        BatchOp::Delete { key } => {
+        BatchOp::Delete { key, .. } => {
             map.remove(key);
         }
-        BatchOp::DeleteRange { begin, end } => {
+        BatchOp::DeleteRange { begin, end, .. } => {
             if begin < end {
                 let doomed: Vec<Vec<u8>> = map
                     .range(begin.to_vec()..end.to_vec())

@@ -24,13 +24,13 @@ pub(crate) fn collapse(
     let mut out = Collapsed::new();
     for op in batch {
         match op {
-            BatchOp::Put { key, value } => {
+            BatchOp::Put { key, value, .. } => {
                 out.insert(key.to_vec(), Some(value.to_vec()));
             }
-            BatchOp::Delete { key } => {
+            BatchOp::Delete { key, .. } => {
                 out.insert(key.to_vec(), None);
             }
-            BatchOp::DeleteRange { begin, end } => {
+            BatchOp::DeleteRange { begin, end, .. } => {
                 if begin >= end {
                     continue;
                 }

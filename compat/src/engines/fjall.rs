@@ -307,10 +307,11 @@ impl Db for Fjall {
     }
 
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
+        crate::family::default_only_batch(self.name(), batch)?;
         for op in batch {
             match op {
-                BatchOp::Put { key, value } => check_key(key, Some(value))?,
-                BatchOp::Delete { key } => check_key(key, None)?,
+                BatchOp::Put { key, value, .. } => check_key(key, Some(value))?,
+                BatchOp::Delete { key, .. } => check_key(key, None)?,
                 BatchOp::DeleteRange { .. } => {}
             }
         }

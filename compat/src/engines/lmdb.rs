@@ -306,11 +306,12 @@ impl Db for Lmdb {
     }
 
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
+        crate::family::default_only_batch(self.name(), batch)?;
         // Validate everything first: a rejected batch applies nothing.
         for op in batch {
             match op {
-                BatchOp::Put { key, value } => check_key(key, Some(value))?,
-                BatchOp::Delete { key } => check_key(key, None)?,
+                BatchOp::Put { key, value, .. } => check_key(key, Some(value))?,
+                BatchOp::Delete { key, .. } => check_key(key, None)?,
                 // Range ends are compared, never stored: any length works.
                 BatchOp::DeleteRange { .. } => {}
             }
@@ -318,11 +319,11 @@ impl Db for Lmdb {
         self.with_write_txn(opts, "write", |txn| {
             for op in batch {
                 match op {
-                    BatchOp::Put { key, value } => self.db.put(txn, key, value)?,
-                    BatchOp::Delete { key } => {
+                    BatchOp::Put { key, value, .. } => self.db.put(txn, key, value)?,
+                    BatchOp::Delete { key, .. } => {
                         self.db.delete(txn, key)?;
                     }
-                    BatchOp::DeleteRange { begin, end } => {
+                    BatchOp::DeleteRange { begin, end, .. } => {
                         let lo = iter::lmdb_lower(Bound::Included(begin));
                         let Some(hi) = iter::lmdb_upper(Bound::Excluded(end)) else {
                             continue;

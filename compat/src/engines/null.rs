@@ -28,7 +28,7 @@ use crate::error::Result;
 use crate::iter::{DbIterator, NeverValid};
 use crate::multiscan::{IterMultiScan, MultiScan, MultiScanArgs};
 use crate::options::{EngineOptions, Limits, OptionMap, ReadOptions, WriteOptions};
-use crate::{Snapshot, WriteBatch};
+use crate::{Cf, Families, Snapshot, WriteBatch};
 
 /// The engine's name.
 const NAME: &str = "null";
@@ -41,12 +41,17 @@ pub fn open(path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
     OptionMap::new(NAME, opts).finish()?;
     let exists = path.join("LOCK").exists();
     let lock = super::open_dir::prepare(NAME, path, exists, opts)?;
-    Ok(Box::new(NullDb { _lock: lock }))
+    Ok(Box::new(NullDb {
+        _lock: lock,
+        families: Families::new(NAME, ()),
+    }))
 }
 
-/// The adapter: a directory lock and nothing else.
+/// The adapter: a directory lock and the names of its families (kept in
+/// memory only, so that db_bench's `--num_column_families` runs here too).
 pub struct NullDb {
     _lock: DirLock,
+    families: Families<()>,
 }
 
 impl NullDb {
@@ -61,6 +66,13 @@ impl NullDb {
             s.downcast::<()>(NAME, self.owner())?;
         }
         Ok(())
+    }
+
+    fn check_cf(&self, cf: Cf) -> Result<()> {
+        if cf.is_default() {
+            return Ok(());
+        }
+        self.families.get(cf)
     }
 }
 
@@ -82,22 +94,55 @@ impl Db for NullDb {
         Capabilities::all().discarding_writes(DISCARDS)
     }
 
-    fn get_into(&self, opts: &ReadOptions, _key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.get_cf_into(opts, Cf::DEFAULT, key, out)
+    }
+
+    fn get_cf_into(&self, opts: &ReadOptions, cf: Cf, _: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.check_cf(cf)?;
         self.check_snapshot(opts)?;
         out.clear();
         Ok(false)
+    }
+
+    fn create_cf(&self, name: &str) -> Result<Cf> {
+        self.families.add(name, ())
+    }
+
+    fn drop_cf(&self, name: &str) -> Result<()> {
+        let (cf, ()) = self.families.for_drop(name)?;
+        self.families.remove(cf);
+        Ok(())
+    }
+
+    fn cf_handle(&self, name: &str) -> Option<Cf> {
+        self.families.handle(name)
+    }
+
+    fn cf_names(&self) -> Vec<String> {
+        self.families.names()
+    }
+
+    fn put_cf(&self, _: &WriteOptions, cf: Cf, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_cf(cf)?;
+        check_sizes(&self.limits(), key, Some(value))
+    }
+
+    fn delete_cf(&self, _: &WriteOptions, cf: Cf, key: &[u8]) -> Result<()> {
+        self.check_cf(cf)?;
+        check_sizes(&self.limits(), key, None)
     }
 
     fn snapshot(&self) -> Result<Snapshot> {
         Ok(Snapshot::new(NAME, self.owner(), ()))
     }
 
-    fn put(&self, _opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
-        check_sizes(&self.limits(), key, Some(value))
+    fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_cf(opts, Cf::DEFAULT, key, value)
     }
 
-    fn delete(&self, _opts: &WriteOptions, key: &[u8]) -> Result<()> {
-        check_sizes(&self.limits(), key, None)
+    fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        self.delete_cf(opts, Cf::DEFAULT, key)
     }
 
     fn write(&self, _opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
@@ -105,10 +150,11 @@ impl Db for NullDb {
         // refused here too; then dropped.
         let limits = self.limits();
         for op in batch.iter() {
+            self.check_cf(op.cf())?;
             match op {
-                crate::BatchOp::Put { key, value } => check_sizes(&limits, key, Some(value))?,
-                crate::BatchOp::Delete { key } => check_sizes(&limits, key, None)?,
-                crate::BatchOp::DeleteRange { begin, end } => {
+                crate::BatchOp::Put { key, value, .. } => check_sizes(&limits, key, Some(value))?,
+                crate::BatchOp::Delete { key, .. } => check_sizes(&limits, key, None)?,
+                crate::BatchOp::DeleteRange { begin, end, .. } => {
                     check_sizes(&limits, begin, None)?;
                     check_sizes(&limits, end, None)?;
                 }
@@ -118,16 +164,23 @@ impl Db for NullDb {
     }
 
     fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>> {
+        self.iter_cf(opts, Cf::DEFAULT)
+    }
+
+    fn iter_cf<'a>(&'a self, opts: &ReadOptions, cf: Cf) -> Result<Box<dyn DbIterator + 'a>> {
+        self.check_cf(cf)?;
         self.check_snapshot(opts)?;
         Ok(Box::new(NeverValid(Ok(()))))
     }
 
     /// Validates `args` as every engine does, then yields each range empty.
-    fn multi_scan<'a>(
+    fn multi_scan_cf<'a>(
         &'a self,
         opts: &ReadOptions,
+        cf: Cf,
         args: &MultiScanArgs,
     ) -> Result<Box<dyn MultiScan + 'a>> {
+        self.check_cf(cf)?;
         self.check_snapshot(opts)?;
         let empty = |_: &ReadOptions| -> Result<Box<dyn DbIterator + 'a>> {
             Ok(Box::new(NeverValid(Ok(()))))
@@ -192,6 +245,14 @@ mod tests {
         assert_eq!(db.get(&r.clone().with_snapshot(&s), b"a")?, None);
         db.flush()?;
         db.wait_for_background_work()?;
+        // Families exist by name only; their handles are checked.
+        let cf = db.create_cf("users")?;
+        assert_eq!(db.cf_handle("users"), Some(cf));
+        db.put_cf(&w, cf, b"a", b"1")?;
+        assert_eq!(db.get_cf(&r, cf, b"a")?, None);
+        db.drop_cf("users")?;
+        assert!(db.put_cf(&w, cf, b"a", b"1").is_err());
+        assert_eq!(db.cf_names(), vec!["default".to_string()]);
         Ok(())
     }
 

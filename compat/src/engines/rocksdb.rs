@@ -261,18 +261,19 @@ impl Db for RocksDb {
     }
 
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
+        crate::family::default_only_batch(self.name(), batch)?;
         let mut b = RWriteBatch::default();
         for op in batch {
             match op {
-                BatchOp::Put { key, value } => {
+                BatchOp::Put { key, value, .. } => {
                     check_sizes(&KEY_LIMITS, key, Some(value))?;
                     b.put(key, value);
                 }
-                BatchOp::Delete { key } => {
+                BatchOp::Delete { key, .. } => {
                     check_sizes(&KEY_LIMITS, key, None)?;
                     b.delete(key);
                 }
-                BatchOp::DeleteRange { begin, end } => {
+                BatchOp::DeleteRange { begin, end, .. } => {
                     check_sizes(&KEY_LIMITS, begin, None)?;
                     check_sizes(&KEY_LIMITS, end, None)?;
                     b.delete_range(begin, end);

@@ -55,7 +55,10 @@ pub const INDEX_FILE: &str = "data.spi";
 /// Every engine option the Sparkey adapter accepts.
 pub const SPARKEY_OPTION_KEYS: &[&str] = &["compression", "compression_block_size"];
 
-/// Why ordered iteration is unsupported.
+/// Why Sparkey has only the default column family.
+pub const NO_FAMILIES: &str =
+    "sparkey: one hash log and index per database, so only the default column family";
+/// Why Sparkey cannot iterate.
 pub const NO_ITERATION: &str = "sparkey: no ordered iteration (hash index)";
 /// Why MultiScan is unsupported.
 pub const NO_MULTISCAN: &str =
@@ -312,6 +315,7 @@ impl Db for Sparkey {
         Capabilities::all()
             .without(Capability::OrderedIteration, NO_ITERATION)
             .without(Capability::MultiScan, NO_MULTISCAN)
+            .without(Capability::ColumnFamilies, NO_FAMILIES)
     }
 
     fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
@@ -350,6 +354,7 @@ impl Db for Sparkey {
     }
 
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
+        crate::family::default_only_batch(self.name(), batch)?;
         if batch.is_empty() {
             return Ok(());
         }

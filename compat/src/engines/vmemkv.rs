@@ -268,12 +268,13 @@ impl Db for VmemkvDb {
     }
 
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
+        crate::family::default_only_batch(self.name(), batch)?;
         let mut b = vmemkv::WriteBatch::new();
         for op in batch.iter() {
             match op {
-                BatchOp::Put { key, value } => b.put(key, value),
-                BatchOp::Delete { key } => b.delete(key),
-                BatchOp::DeleteRange { begin, end } => b.delete_range(begin, end),
+                BatchOp::Put { key, value, .. } => b.put(key, value),
+                BatchOp::Delete { key, .. } => b.delete(key),
+                BatchOp::DeleteRange { begin, end, .. } => b.delete_range(begin, end),
             }
         }
         self.db.write(&native_write(opts), &b).map_err(map_err)

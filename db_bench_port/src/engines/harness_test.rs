@@ -117,7 +117,7 @@ impl Db for HarnessTestDb {
         let mut m = self.write_lock()?;
         for op in batch.iter() {
             match op {
-                BatchOp::Put { key, value } => match m.get_mut(key) {
+                BatchOp::Put { key, value, .. } => match m.get_mut(key) {
                     Some(v) => {
                         v.clear();
                         v.extend_from_slice(value);
@@ -126,10 +126,10 @@ impl Db for HarnessTestDb {
                         m.insert(key.to_vec(), value.to_vec());
                     }
                 },
-                BatchOp::Delete { key } => {
+                BatchOp::Delete { key, .. } => {
                     m.remove(key);
                 }
-                BatchOp::DeleteRange { begin, end } => {
+                BatchOp::DeleteRange { begin, end, .. } => {
                     let doomed: Vec<Vec<u8>> = m
                         .range::<[u8], _>((Bound::Included(begin), Bound::Excluded(end)))
                         .map(|(k, _)| k.clone())

@@ -34,10 +34,6 @@ impl Bounds {
     fn contains(&self, k: &[u8]) -> bool {
         self.lower.as_deref().is_none_or(|l| k >= l) && self.upper.as_deref().is_none_or(|u| k < u)
     }
-
-    fn unbounded(&self) -> bool {
-        self.lower.is_none() && self.upper.is_none()
-    }
 }
 
 enum Value {
@@ -183,8 +179,8 @@ impl<'a> Iter<'a> {
     /// Moves to the first key within bounds.
     pub fn seek_to_first(&mut self) {
         self.reset_scan();
-        match self.bounds.lower.clone() {
-            Some(l) => self.cur.seek(&l),
+        match self.bounds.lower.as_deref() {
+            Some(l) => self.cur.seek(l),
             None => self.cur.seek_to_first(),
         }
         self.settle();
@@ -193,25 +189,18 @@ impl<'a> Iter<'a> {
     /// Moves to the last key within bounds.
     pub fn seek_to_last(&mut self) {
         self.reset_scan();
-        match self.bounds.upper.clone() {
-            Some(u) => self.last_below(&u),
+        match self.bounds.upper.as_deref() {
+            Some(u) => last_below(&mut self.cur, u),
             None => self.cur.seek_to_last(),
         }
         self.settle_back();
     }
 
-    fn last_below(&mut self, upper: &[u8]) {
-        self.cur.seek_for_prev(upper);
-        if self.cur.valid() && self.cur.key() >= upper {
-            self.cur.prev();
-        }
-    }
-
     /// Moves to the first key `>= key` (and within bounds).
     pub fn seek(&mut self, key: &[u8]) {
         self.reset_scan();
-        match self.bounds.lower.clone() {
-            Some(l) if key < l.as_slice() => self.cur.seek(&l),
+        match self.bounds.lower.as_deref() {
+            Some(l) if key < l => self.cur.seek(l),
             _ => self.cur.seek(key),
         }
         self.settle();
@@ -220,8 +209,8 @@ impl<'a> Iter<'a> {
     /// Moves to the last key `<= key` (and within bounds).
     pub fn seek_for_prev(&mut self, key: &[u8]) {
         self.reset_scan();
-        match self.bounds.upper.clone() {
-            Some(u) if key >= u.as_slice() => self.last_below(&u),
+        match self.bounds.upper.as_deref() {
+            Some(u) if key >= u => last_below(&mut self.cur, u),
             _ => self.cur.seek_for_prev(key),
         }
         self.settle_back();
@@ -293,15 +282,32 @@ impl<'a> Iter<'a> {
         self.settle_dir(false);
     }
 
+    /// Whether the cursor is inside the bound it moves toward. Every seek
+    /// lands at or past the lower bound and `next` only climbs, so moving
+    /// forward only the upper bound can be crossed; backward, only the
+    /// lower. A cursor with just a lower bound (a column family at the top
+    /// of the keyspace) steps forward with no compare.
+    #[inline]
+    fn toward_bound_ok(&self, forward: bool) -> bool {
+        if forward {
+            self.bounds
+                .upper
+                .as_deref()
+                .is_none_or(|u| self.cur.key() < u)
+        } else {
+            self.bounds
+                .lower
+                .as_deref()
+                .is_none_or(|l| self.cur.key() >= l)
+        }
+    }
+
     /// Validates the cursor position and loads its value; an entry that
     /// vanished under a concurrent delete is skipped in direction `forward`.
     fn settle_dir(&mut self, forward: bool) {
         self.valid = false;
         self.value = Value::None;
-        while self.err.is_none()
-            && self.cur.valid()
-            && (self.bounds.unbounded() || self.bounds.contains(self.cur.key()))
-        {
+        while self.err.is_none() && self.cur.valid() && self.toward_bound_ok(forward) {
             match self.load() {
                 Some(true) => {
                     self.valid = true;
@@ -368,5 +374,13 @@ impl<'a> Iter<'a> {
             "the index points at a removed segment".into(),
         ));
         None
+    }
+}
+
+/// Moves `cur` to the last key below `upper`.
+fn last_below(cur: &mut Cursor<'_>, upper: &[u8]) {
+    cur.seek_for_prev(upper);
+    if cur.valid() && cur.key() >= upper {
+        cur.prev();
     }
 }

@@ -29,15 +29,30 @@
 //! `disable_wal` puts may be lost in a crash until `flush`, close or a
 //! logged write, as in RocksDB: vmemkv packs them, values back to back,
 //! and writes their keys when the packed record is sealed.
+//!
+//! # Column families
+//! Each family is a one-byte key prefix in the engine's one keyspace
+//! (layout in the private `keys` module, and design.md §12): a batch
+//! across families is one engine batch and a snapshot one engine
+//! snapshot. `create_cf` and `drop_cf` write the catalog with a synced
+//! batch; `drop_cf` tombstones the family's keys in the same batch. A
+//! database holds up to 254 families besides `default`. The adapter
+//! opens only databases it wrote (they carry its layout marker); a
+//! non-empty database without it is refused, never misread.
+
+mod keys;
 
 use std::path::Path;
+use std::sync::Mutex;
 
-use crate::db::Db;
+use crate::db::{check_sizes, Db};
 use crate::error::{Error, IoFailure, Result};
+use crate::family::{check_family_name, Cf, Families};
 use crate::iter::DbIterator;
 use crate::multiscan::{MultiScan, MultiScanArgs};
 use crate::options::{EngineOptions, Limits, OptionMap, ReadOptions, WriteOptions};
 use crate::{BatchOp, WriteBatch};
+use keys::{Prefixed, DEFAULT_SLOT};
 
 pub(crate) fn map_err(e: vmemkv::Error) -> Error {
     match e {
@@ -128,16 +143,81 @@ fn native_write(opts: &WriteOptions) -> vmemkv::WriteOptions {
     }
 }
 
-/// Opens vmemkv at `path`.
+/// Opens vmemkv at `path`, with every family it holds.
 pub fn open(path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
     let o = engine_options(opts)?;
     let db = vmemkv::Db::open(path, o).map_err(map_err)?;
-    Ok(Box::new(VmemkvDb { db }))
+    let families = Families::new("vmemkv", DEFAULT_SLOT);
+    let path = path.display().to_string();
+    let retired = load_catalog(&db, &path, &families)?;
+    Ok(Box::new(VmemkvDb {
+        db,
+        path,
+        families,
+        ddl: Mutex::new(retired),
+    }))
+}
+
+/// Checks the layout marker (writing it into an empty database) and opens
+/// every family in the catalog. Returns the slots no family holds.
+fn load_catalog(db: &vmemkv::Db, path: &str, families: &Families<u8>) -> Result<Vec<u8>> {
+    match db.get(keys::FORMAT_KEY).map_err(map_err)? {
+        Some(v) if v == keys::FORMAT_VALUE => {}
+        Some(v) => {
+            return Err(Error::Corruption(format!(
+                "{path}: the column family layout marker reads {:?}, not {:?}",
+                String::from_utf8_lossy(&v),
+                String::from_utf8_lossy(keys::FORMAT_VALUE)
+            )))
+        }
+        None => {
+            let mut it = db.iter(vmemkv::Bounds::all());
+            it.seek_to_first();
+            it.status().map_err(map_err)?;
+            if it.valid() {
+                return Err(Error::InvalidArgument(format!(
+                    "{path} holds keys but not the compat layer's column family layout (key {:?}): \
+                     it was written through the engine's own API; open it with vmemkv::Db",
+                    keys::FORMAT_KEY
+                )));
+            }
+            let wo = vmemkv::WriteOptions {
+                sync: true,
+                disable_wal: false,
+            };
+            db.put_opt(&wo, keys::FORMAT_KEY, keys::FORMAT_VALUE)
+                .map_err(map_err)?;
+        }
+    }
+    let mut free: Vec<u8> = keys::SLOTS.collect();
+    let bounds = vmemkv::Bounds::new(Some(keys::CATALOG_PREFIX), Some(keys::CATALOG_END));
+    let mut it = db.iter(bounds);
+    it.seek_to_first();
+    while it.valid() {
+        let (name, slot) = keys::catalog_entry(path, it.key(), it.value())?;
+        if !free.contains(&slot) {
+            return Err(Error::Corruption(format!(
+                "{path}: column family catalog gives slot {slot} to {name:?} and to another family"
+            )));
+        }
+        free.retain(|s| *s != slot);
+        families.add(&name, slot)?;
+        it.next();
+    }
+    it.status().map_err(map_err)?;
+    Ok(free)
 }
 
 /// The adapter.
 pub struct VmemkvDb {
     db: vmemkv::Db,
+    /// For messages.
+    path: String,
+    /// Open families and their slots (`default` is never looked up here).
+    families: Families<u8>,
+    /// The free slots, in the order they are taken; creating and dropping
+    /// families holds it, so catalog writes never interleave.
+    ddl: Mutex<Vec<u8>>,
 }
 
 impl VmemkvDb {
@@ -150,9 +230,30 @@ impl VmemkvDb {
 /// The adapter's snapshot state: the engine's snapshot.
 type VSnap = vmemkv::Snapshot;
 
+const SYNC: vmemkv::WriteOptions = vmemkv::WriteOptions {
+    sync: true,
+    disable_wal: false,
+};
+
 impl VmemkvDb {
     fn owner(&self) -> usize {
         self as *const VmemkvDb as usize
+    }
+
+    /// The key prefix of `cf`.
+    #[inline]
+    fn slot(&self, cf: Cf) -> Result<u8> {
+        if cf.is_default() {
+            Ok(DEFAULT_SLOT)
+        } else {
+            self.families.get(cf)
+        }
+    }
+
+    fn free_slots(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        // The list is only ever popped or pushed whole, so a panic while it
+        // was held leaves it consistent.
+        self.ddl.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The engine snapshot `ro` names, checked to be this database's.
@@ -166,6 +267,10 @@ impl VmemkvDb {
 
 struct VIter<'a> {
     it: vmemkv::Iter<'a>,
+    /// The family's key prefix.
+    slot: u8,
+    /// A seek's target, prefixed (reused).
+    target: Vec<u8>,
     /// The snapshot `it` reads, kept alive (declared after, dropped after).
     _snapshot: Option<crate::Snapshot>,
 }
@@ -181,10 +286,12 @@ impl DbIterator for VIter<'_> {
         self.it.seek_to_last();
     }
     fn seek(&mut self, key: &[u8]) {
-        self.it.seek(key);
+        keys::prefix_into(&mut self.target, self.slot, key);
+        self.it.seek(&self.target);
     }
     fn seek_for_prev(&mut self, key: &[u8]) {
-        self.it.seek_for_prev(key);
+        keys::prefix_into(&mut self.target, self.slot, key);
+        self.it.seek_for_prev(&self.target);
     }
     fn next(&mut self) {
         self.it.next();
@@ -193,7 +300,7 @@ impl DbIterator for VIter<'_> {
         self.it.prev();
     }
     fn key(&self) -> &[u8] {
-        self.it.key()
+        keys::user_key(self.it.key())
     }
     fn value(&self) -> &[u8] {
         self.it.value()
@@ -220,7 +327,7 @@ impl MultiScan for VMultiScan<'_> {
         self.it.range_index()
     }
     fn key(&self) -> &[u8] {
-        self.it.key()
+        keys::user_key(self.it.key())
     }
     fn value(&self) -> &[u8] {
         self.it.value()
@@ -232,19 +339,85 @@ impl Db for VmemkvDb {
         "vmemkv"
     }
 
+    /// The engine's limits less the family byte.
     fn limits(&self) -> Limits {
         Limits {
-            max_key_size: Some(self.db.max_key_size()),
+            max_key_size: Some(self.db.max_key_size() - 1),
             max_value_size: Some(self.db.max_value_size()),
         }
     }
 
     fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.get_cf_into(opts, Cf::DEFAULT, key, out)
+    }
+
+    fn get_cf_into(
+        &self,
+        opts: &ReadOptions,
+        cf: Cf,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        check_sizes(&self.limits(), key, None)?;
+        let k = Prefixed::new(self.slot(cf)?, key);
         match self.snapshot_of(opts)? {
-            Some(s) => self.db.get_into_at(s, key, out, opts.verify_checksums),
-            None => self.db.get_into_opt(key, out, opts.verify_checksums),
+            Some(s) => self
+                .db
+                .get_into_at(s, k.as_slice(), out, opts.verify_checksums),
+            None => self
+                .db
+                .get_into_opt(k.as_slice(), out, opts.verify_checksums),
         }
         .map_err(map_err)
+    }
+
+    fn create_cf(&self, name: &str) -> Result<Cf> {
+        check_family_name(name)?;
+        let mut free = self.free_slots();
+        if self.families.handle(name).is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "column family {name:?} already exists in {}",
+                self.path
+            )));
+        }
+        let Some(&slot) = free.first() else {
+            return Err(Error::InvalidArgument(format!(
+                "{} already holds 254 column families besides default, vmemkv's limit",
+                self.path
+            )));
+        };
+        // Keys a writer left through a handle of a family dropped earlier
+        // in this slot go with the same record that hands the slot out.
+        let (lo, hi) = keys::whole(slot);
+        let mut b = vmemkv::WriteBatch::new();
+        b.delete_range(&lo, &hi);
+        b.put(&keys::catalog_key(name), &[slot]);
+        self.db.write(&SYNC, &b).map_err(map_err)?;
+        free.remove(0);
+        self.families.add(name, slot)
+    }
+
+    fn drop_cf(&self, name: &str) -> Result<()> {
+        let mut free = self.free_slots();
+        let (cf, slot) = self.families.for_drop(name)?;
+        let (lo, hi) = keys::whole(slot);
+        let mut b = vmemkv::WriteBatch::new();
+        b.delete(&keys::catalog_key(name));
+        b.delete_range(&lo, &hi);
+        self.db.write(&SYNC, &b).map_err(map_err)?;
+        self.families.remove(cf);
+        // Taken last, so that a handle still in use elsewhere writes into a
+        // slot nobody reads for as long as possible.
+        free.push(slot);
+        Ok(())
+    }
+
+    fn cf_handle(&self, name: &str) -> Option<Cf> {
+        self.families.handle(name)
+    }
+
+    fn cf_names(&self) -> Vec<String> {
+        self.families.names()
     }
 
     fn snapshot(&self) -> Result<crate::Snapshot> {
@@ -256,35 +429,73 @@ impl Db for VmemkvDb {
     }
 
     fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_cf(opts, Cf::DEFAULT, key, value)
+    }
+
+    fn put_cf(&self, opts: &WriteOptions, cf: Cf, key: &[u8], value: &[u8]) -> Result<()> {
+        check_sizes(&self.limits(), key, None)?;
+        let k = Prefixed::new(self.slot(cf)?, key);
         self.db
-            .put_opt(&native_write(opts), key, value)
+            .put_opt(&native_write(opts), k.as_slice(), value)
             .map_err(map_err)
     }
 
     fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        self.delete_cf(opts, Cf::DEFAULT, key)
+    }
+
+    fn delete_cf(&self, opts: &WriteOptions, cf: Cf, key: &[u8]) -> Result<()> {
+        check_sizes(&self.limits(), key, None)?;
+        let k = Prefixed::new(self.slot(cf)?, key);
         self.db
-            .delete_opt(&native_write(opts), key)
+            .delete_opt(&native_write(opts), k.as_slice())
             .map_err(map_err)
     }
 
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
-        crate::family::default_only_batch(self.name(), batch)?;
+        let limits = self.limits();
         let mut b = vmemkv::WriteBatch::new();
+        let (mut k, mut e) = (Vec::new(), Vec::new());
         for op in batch.iter() {
+            let slot = self.slot(op.cf())?;
             match op {
-                BatchOp::Put { key, value, .. } => b.put(key, value),
-                BatchOp::Delete { key, .. } => b.delete(key),
-                BatchOp::DeleteRange { begin, end, .. } => b.delete_range(begin, end),
+                BatchOp::Put { key, value, .. } => {
+                    check_sizes(&limits, key, None)?;
+                    keys::prefix_into(&mut k, slot, key);
+                    b.put(&k, value)
+                }
+                BatchOp::Delete { key, .. } => {
+                    check_sizes(&limits, key, None)?;
+                    keys::prefix_into(&mut k, slot, key);
+                    b.delete(&k)
+                }
+                BatchOp::DeleteRange { begin, end, .. } => {
+                    check_sizes(&limits, begin, None)?;
+                    check_sizes(&limits, end, None)?;
+                    keys::prefix_into(&mut k, slot, begin);
+                    keys::prefix_into(&mut e, slot, end);
+                    b.delete_range(&k, &e)
+                }
             }
         }
         self.db.write(&native_write(opts), &b).map_err(map_err)
     }
 
     fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>> {
-        let bounds = vmemkv::Bounds::new(
+        self.iter_cf(opts, Cf::DEFAULT)
+    }
+
+    fn iter_cf<'a>(&'a self, opts: &ReadOptions, cf: Cf) -> Result<Box<dyn DbIterator + 'a>> {
+        let slot = self.slot(cf)?;
+        let (lo, hi) = keys::bounds(
+            slot,
             opts.iterate_lower_bound.as_deref(),
             opts.iterate_upper_bound.as_deref(),
         );
+        let bounds = vmemkv::Bounds {
+            lower: Some(lo),
+            upper: hi,
+        };
         let it = match self.snapshot_of(opts)? {
             Some(s) => self
                 .db
@@ -294,6 +505,8 @@ impl Db for VmemkvDb {
         };
         Ok(Box::new(VIter {
             it,
+            slot,
+            target: Vec::new(),
             _snapshot: opts.snapshot.clone(),
         }))
     }
@@ -307,12 +520,33 @@ impl Db for VmemkvDb {
         opts: &ReadOptions,
         args: &MultiScanArgs,
     ) -> Result<Box<dyn MultiScan + 'a>> {
+        self.multi_scan_cf(opts, Cf::DEFAULT, args)
+    }
+
+    fn multi_scan_cf<'a>(
+        &'a self,
+        opts: &ReadOptions,
+        cf: Cf,
+        args: &MultiScanArgs,
+    ) -> Result<Box<dyn MultiScan + 'a>> {
         // Same validation and messages as every other engine.
         args.validate()?;
+        let slot = self.slot(cf)?;
+        let mut args = args.clone();
+        for r in &mut args.ranges {
+            let (lo, hi) = keys::bounds(slot, r.start.as_deref(), r.limit.as_deref());
+            r.start = Some(lo);
+            r.limit = hi;
+        }
+        let (lower, upper) = keys::bounds(
+            slot,
+            opts.iterate_lower_bound.as_deref(),
+            opts.iterate_upper_bound.as_deref(),
+        );
         let native = vmemkv::MultiScanOptions {
-            args: args.clone(),
-            lower_bound: opts.iterate_lower_bound.clone(),
-            upper_bound: opts.iterate_upper_bound.clone(),
+            args,
+            lower_bound: Some(lower),
+            upper_bound: upper,
             verify_checksums: opts.verify_checksums,
             ..Default::default()
         };
@@ -334,8 +568,11 @@ impl Db for VmemkvDb {
 
     /// Rewrites the range's values in key order (see `Db::compact_range`).
     fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        // `default` is the top slot, so an open end stays open.
+        let begin = keys::prefixed(DEFAULT_SLOT, begin.unwrap_or_default());
+        let end = end.map(|e| keys::prefixed(DEFAULT_SLOT, e));
         self.db
-            .compact_range(begin, end)
+            .compact_range(Some(&begin), end.as_deref())
             .map(|_| ())
             .map_err(map_err)
     }
@@ -471,6 +708,146 @@ mod tests {
         assert!(
             matches!(o("maybe"), Err(Error::InvalidArgument(m)) if m.contains("use_direct_reads"))
         );
+        Ok(())
+    }
+
+    fn all_of(db: &dyn Db, cf: Cf, ro: &ReadOptions) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        Entries::from_first(db.iter_cf(ro, cf)?).collect()
+    }
+
+    #[test]
+    fn families_are_separate_keyspaces_that_persist() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let (w, r) = (WriteOptions::default(), ReadOptions::default());
+        let kv = |k: &[u8], v: &[u8]| (k.to_vec(), v.to_vec());
+        {
+            let db = open_tmp(dir.path());
+            let users = db.create_cf("users")?;
+            let posts = db.create_cf("posts")?;
+            assert!(matches!(
+                db.create_cf("users"),
+                Err(Error::InvalidArgument(_))
+            ));
+            db.put(&w, b"k", b"default")?;
+            db.put_cf(&w, users, b"k", b"user")?;
+            let mut b = WriteBatch::new();
+            b.put_cf(posts, b"k", b"post");
+            b.put_cf(users, b"j", b"user-j");
+            b.delete(b"absent");
+            let before = db.snapshot()?;
+            db.write(&w, &b)?;
+            assert_eq!(db.get_cf(&r, posts, b"k")?, Some(b"post".to_vec()));
+            let old = r.clone().with_snapshot(&before);
+            assert_eq!(db.get_cf(&old, posts, b"k")?, None);
+            assert_eq!(all_of(db.as_ref(), users, &old)?, vec![kv(b"k", b"user")]);
+            assert_eq!(
+                all_of(db.as_ref(), users, &r)?,
+                vec![kv(b"j", b"user-j"), kv(b"k", b"user")]
+            );
+            // Every direction and bound stays inside the family.
+            let mut it = db.iter_cf(&r, posts)?;
+            it.seek_to_last();
+            assert_eq!((it.valid(), it.key()), (true, &b"k"[..]));
+            it.next();
+            assert!(!it.valid());
+            it.seek_for_prev(b"a");
+            assert!(!it.valid());
+            let mut it = db.iter(&r)?;
+            it.seek_to_first();
+            assert_eq!(it.key(), b"k");
+            it.prev();
+            assert!(!it.valid());
+            let bounded = r.clone().with_bounds(Some(b"k"), None);
+            assert_eq!(
+                all_of(db.as_ref(), users, &bounded)?,
+                vec![kv(b"k", b"user")]
+            );
+            let mut del = WriteBatch::new();
+            del.delete_range_cf(users, b"a", b"z");
+            db.write(&w, &del)?;
+            assert_eq!(all_of(db.as_ref(), users, &r)?, vec![]);
+            assert_eq!(db.get(&r, b"k")?, Some(b"default".to_vec()));
+            db.put_cf(&w, users, b"u", b"1")?;
+        }
+        let db = open_tmp(dir.path());
+        assert_eq!(db.cf_names(), vec!["default", "posts", "users"]);
+        let users = db
+            .cf_handle("users")
+            .ok_or(Error::InvalidArgument("users".into()))?;
+        let posts = db
+            .cf_handle("posts")
+            .ok_or(Error::InvalidArgument("posts".into()))?;
+        assert_eq!(db.get_cf(&r, users, b"u")?, Some(b"1".to_vec()));
+        assert_eq!(
+            all_of(db.as_ref(), Cf::DEFAULT, &r)?,
+            vec![kv(b"k", b"default")]
+        );
+        db.drop_cf("posts")?;
+        assert!(matches!(
+            db.get_cf(&r, posts, b"k"),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            db.drop_cf("default"),
+            Err(Error::InvalidArgument(_))
+        ));
+        let again = db.create_cf("posts")?;
+        assert_ne!(again, posts);
+        assert_eq!(all_of(db.as_ref(), again, &r)?, vec![]);
+        drop(db);
+        let db = open_tmp(dir.path());
+        let again = db
+            .cf_handle("posts")
+            .ok_or(Error::InvalidArgument("posts".into()))?;
+        assert_eq!(db.get_cf(&r, again, b"k")?, None);
+        Ok(())
+    }
+
+    #[test]
+    fn multi_scan_and_multi_get_read_one_family() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let db = open_tmp(dir.path());
+        let (w, r) = (WriteOptions::default(), ReadOptions::default());
+        let cf = db.create_cf("c")?;
+        for k in [&b"a"[..], b"b", b"c"] {
+            db.put(&w, k, b"d")?;
+            db.put_cf(&w, cf, k, b"c")?;
+        }
+        let args = MultiScanArgs::new(vec![
+            crate::ScanRange::new(b"a", b"b"),
+            crate::ScanRange::unbounded(b"b"),
+        ]);
+        let got = crate::collect_multi_scan(db.multi_scan_cf(&r, cf, &args)?.as_mut())?;
+        let c = |k: &[u8]| (k.to_vec(), b"c".to_vec());
+        assert_eq!(got, vec![vec![c(b"a")], vec![c(b"b"), c(b"c")]]);
+        let got = crate::collect_multi_scan(db.multi_scan(&r, &args)?.as_mut())?;
+        assert_eq!(got[1].len(), 2);
+        assert!(got.iter().flatten().all(|(_, v)| v == b"d"));
+        let vals = db.multi_get_cf(&r, cf, &[b"a", b"z"]);
+        assert_eq!(vals[0].as_ref().ok(), Some(&Some(b"c".to_vec())));
+        assert_eq!(vals[1].as_ref().ok(), Some(&None));
+        Ok(())
+    }
+
+    #[test]
+    fn a_database_without_the_layout_marker_is_refused() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        {
+            let native =
+                vmemkv::Db::open(dir.path(), vmemkv::Options::default()).map_err(map_err)?;
+            native.put(b"raw", b"1").map_err(map_err)?;
+        }
+        let err = crate::open(EngineKind::Vmemkv, dir.path(), &EngineOptions::default());
+        assert!(matches!(err, Err(Error::InvalidArgument(m)) if m.contains("layout")));
+        {
+            let native =
+                vmemkv::Db::open(dir.path(), vmemkv::Options::default()).map_err(map_err)?;
+            native
+                .put(keys::FORMAT_KEY, b"families-9")
+                .map_err(map_err)?;
+        }
+        let err = crate::open(EngineKind::Vmemkv, dir.path(), &EngineOptions::default());
+        assert!(matches!(err, Err(Error::Corruption(m)) if m.contains("families-9")));
         Ok(())
     }
 }

@@ -42,6 +42,12 @@ struct rocksdb_snapshot_t {
   const ROCKSDB_NAMESPACE::Snapshot* rep;
 };
 
+// Mirrors rocksdb/db/c.cc's `struct rocksdb_column_family_handle_t`.
+struct rocksdb_column_family_handle_t {
+  ROCKSDB_NAMESPACE::ColumnFamilyHandle* rep;
+  bool immortal;
+};
+
 enum vmk_code : int {
   VMK_OK = 0,
   VMK_INVALID_ARGUMENT = 1,
@@ -160,10 +166,12 @@ struct vmk_multiscan {
 extern "C" {
 
 // Creates a MultiScan over `n` ranges. `limits[i] == NULL` marks an
-// unbounded range. `snapshot` (nullable) is the view to read. Returns NULL
-// and fills `st` on failure.
+// unbounded range. `snapshot` (nullable) is the view to read; `cf`
+// (nullable: the default family) the column family. Returns NULL and fills
+// `st` on failure.
 vmk_multiscan* vmk_multiscan_new(rocksdb_t* db,
                                  const rocksdb_snapshot_t* snapshot,
+                                 const rocksdb_column_family_handle_t* cf,
                                  unsigned char fill_cache,
                                  unsigned char verify_checksums,
                                  unsigned char async_io, size_t readahead_size,
@@ -210,7 +218,10 @@ vmk_multiscan* vmk_multiscan_new(rocksdb_t* db,
     }
 
     ROCKSDB_NAMESPACE::DB* d = db->rep;
-    state->ms = d->NewMultiScan(ro, d->DefaultColumnFamily(), args);
+    ROCKSDB_NAMESPACE::ColumnFamilyHandle* family =
+        (cf != nullptr && cf->rep != nullptr) ? cf->rep
+                                              : d->DefaultColumnFamily();
+    state->ms = d->NewMultiScan(ro, family, args);
     if (!state->ms) {
       set_msg(st, VMK_OTHER, "MultiScan: NewMultiScan returned null");
       return nullptr;

@@ -19,24 +19,43 @@
 //!   4 GiB), values up to [`MAX_VALUE_SIZE`] (3 GiB; RocksDB's hard limit is
 //!   4 GiB − 1). `limits()` reports the value limit as `None` because no test
 //!   can reach it.
+//! * Column families are RocksDB's own, one for one: [`Db::create_cf`] and
+//!   [`Db::drop_cf`] are `CreateColumnFamily` and `DropColumnFamily`, which
+//!   record the change in the MANIFEST before they return. Open lists the
+//!   directory's families (`ListColumnFamilies`) and opens every one, each
+//!   with the options built for the database (BlobDB's blob settings apply
+//!   to every family). A `WriteBatch` becomes one RocksDB batch with a
+//!   family per update, so it is atomic across families; a snapshot is
+//!   RocksDB's, which covers every family; the MultiScan shim scans any
+//!   family natively. The default family is reached without the family
+//!   table; the others cost a table lookup and an `Arc` clone per call.
+//!   `flush` and `compact_range` cover every family. A family's dropped
+//!   files are deleted once no iterator reads them. With
+//!   `WriteOptions::disable_wal`, families are flushed one by one (RocksDB's
+//!   `atomic_flush` is off), so a crash may keep part of a cross-family
+//!   batch written without the WAL; with the WAL, recovery replays it whole.
 
+mod families;
 mod multiscan;
 mod options;
 mod snapshot;
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rocksdb::{
     DBRawIteratorWithThreadMode, ErrorKind, WaitForCompactOptions, WriteBatch as RWriteBatch, DB,
 };
 
+use self::families::{unbind, CfRef};
+
 pub use self::multiscan::io_uring_enabled;
 pub use self::options::ROCKSDB_OPTION_KEYS;
+use crate::family::{check_family_name, unknown_family};
 use crate::multiscan::{MultiScan, MultiScanArgs};
 use crate::{
-    check_sizes, BatchOp, Db, DbIterator, EngineOptions, Error, Limits, ReadOptions, Result,
-    Snapshot, WriteBatch, WriteOptions,
+    check_sizes, BatchOp, Cf, Db, DbIterator, EngineOptions, Error, Families, Limits, ReadOptions,
+    Result, Snapshot, WriteBatch, WriteOptions,
 };
 use snapshot::RocksSnapshot;
 
@@ -58,9 +77,24 @@ const KEY_LIMITS: Limits = Limits {
 /// files (the `blobdb` engine).
 pub fn open(path: &Path, opts: &EngineOptions, blob: bool) -> Result<Box<dyn Db>> {
     let parsed = options::parse(opts, blob)?;
-    let db = DB::open(&parsed.opts, path)
+    let name = if blob { "blobdb" } else { "rocksdb" };
+    let (db, names) = families::open_all(&parsed.opts, path)
         .map_err(|e| map_err(&format!("open {}", path.display()), e))?;
+    let handle = |n: &str| {
+        db.cf_handle(n).map(unbind).ok_or_else(|| {
+            Error::Corruption(format!(
+                "{name} {}: column family {n:?} was opened but has no handle",
+                path.display()
+            ))
+        })
+    };
+    let families = Families::new(name, handle(Cf::DEFAULT_NAME)?);
+    for n in names.iter().filter(|n| *n != Cf::DEFAULT_NAME) {
+        families.add(n, handle(n)?)?;
+    }
     Ok(Box::new(RocksDb {
+        families,
+        ddl: Mutex::new(()),
         db: Arc::new(db),
         opts: parsed.opts,
         statistics: parsed.statistics,
@@ -122,6 +156,12 @@ fn map_err(what: &str, e: rocksdb::Error) -> Error {
 
 /// An open RocksDB or RocksDB-BlobDB database.
 struct RocksDb {
+    /// Every open family's RocksDB handle. Declared before `db`, so that
+    /// the handles are released before the database closes.
+    families: Families<CfRef>,
+    /// Serializes `create_cf` and `drop_cf`, so that RocksDB's families and
+    /// the table change together.
+    ddl: Mutex<()>,
     /// Shared with every held snapshot, which must be released before the
     /// database closes.
     db: Arc<DB>,
@@ -189,6 +229,43 @@ impl RocksDb {
     fn wopts(&self, w: &WriteOptions) -> &rocksdb::WriteOptions {
         &self.write_opts[usize::from(w.sync) * 2 + usize::from(w.disable_wal)]
     }
+
+    /// RocksDB's handle of `cf`; `None` for the default family, which the
+    /// crate's plain calls address without a handle, so it never consults
+    /// the table.
+    #[inline]
+    fn family(&self, cf: Cf) -> Result<Option<CfRef>> {
+        if cf.is_default() {
+            Ok(None)
+        } else {
+            self.families.get(cf).map(Some)
+        }
+    }
+
+    /// [`map_err`] for an action on family `cf`, naming the family unless
+    /// it is the default one (whose messages read as before families).
+    fn cf_err(&self, what: &str, cf: Cf, e: rocksdb::Error) -> Error {
+        if cf.is_default() {
+            return map_err(what, e);
+        }
+        match self.families.name_of(cf) {
+            Some(name) => map_err(&format!("{what} in column family {name:?}"), e),
+            None => map_err(&format!("{what} in column family {}", cf.id()), e),
+        }
+    }
+
+    /// Read options for a point read: the shared default ones when `opts`
+    /// asks for nothing else, so a default read allocates nothing.
+    fn point_read<'r>(
+        &'r self,
+        opts: &ReadOptions,
+        custom: &'r mut Option<rocksdb::ReadOptions>,
+    ) -> Result<&'r rocksdb::ReadOptions> {
+        if is_default_read(opts) {
+            return Ok(&self.default_ro);
+        }
+        Ok(custom.insert(self.custom_read(opts, false)?))
+    }
 }
 
 impl Db for RocksDb {
@@ -208,75 +285,134 @@ impl Db for RocksDb {
     }
 
     fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.get_cf_into(opts, Cf::DEFAULT, key, out)
+    }
+
+    #[inline]
+    fn get_cf_into(
+        &self,
+        opts: &ReadOptions,
+        cf: Cf,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
         out.clear();
-        let custom;
-        let ro = if is_default_read(opts) {
-            &self.default_ro
-        } else {
-            custom = self.custom_read(opts, false)?;
-            &custom
+        let family = self.family(cf)?;
+        let mut custom = None;
+        let ro = self.point_read(opts, &mut custom)?;
+        let got = match &family {
+            None => self.db.get_pinned_opt(key, ro),
+            Some(h) => self.db.get_pinned_cf_opt(h, key, ro),
         };
-        match self.db.get_pinned_opt(key, ro) {
+        match got {
             Ok(Some(v)) => {
                 out.extend_from_slice(&v);
                 Ok(true)
             }
             Ok(None) => Ok(false),
-            Err(e) => Err(map_err("get", e)),
+            Err(e) => Err(self.cf_err("get", cf, e)),
         }
     }
 
-    /// RocksDB's batched `MultiGet` (the crate's `multi_get_opt` calls the
-    /// array overload, which batches block reads).
-    fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
-        let custom;
-        let ro = if is_default_read(opts) {
-            &self.default_ro
-        } else {
-            match self.custom_read(opts, false) {
-                Ok(r) => custom = r,
-                Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
-            }
-            &custom
+    /// RocksDB's batched `MultiGet` (the crate's `multi_get_opt` and
+    /// `multi_get_cf_opt` call the array overload, which batches block
+    /// reads). One call reads one view, so no snapshot is taken for it.
+    fn multi_get_cf(
+        &self,
+        opts: &ReadOptions,
+        cf: Cf,
+        keys: &[&[u8]],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let mut custom = None;
+        let prepared = self
+            .family(cf)
+            .and_then(|f| Ok((f, self.point_read(opts, &mut custom)?)));
+        let (family, ro) = match prepared {
+            Ok(p) => p,
+            Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
         };
-        self.db
-            .multi_get_opt(keys, ro)
-            .into_iter()
-            .map(|r| r.map_err(|e| map_err("multi_get", e)))
+        let got = match &family {
+            None => self.db.multi_get_opt(keys, ro),
+            Some(h) => self.db.multi_get_cf_opt(keys.iter().map(|k| (h, *k)), ro),
+        };
+        got.into_iter()
+            .map(|r| r.map_err(|e| self.cf_err("multi_get", cf, e)))
             .collect()
     }
 
     fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_cf(opts, Cf::DEFAULT, key, value)
+    }
+
+    #[inline]
+    fn put_cf(&self, opts: &WriteOptions, cf: Cf, key: &[u8], value: &[u8]) -> Result<()> {
         check_sizes(&KEY_LIMITS, key, Some(value))?;
-        self.db
-            .put_opt(key, value, self.wopts(opts))
-            .map_err(|e| map_err("put", e))
+        let w = self.wopts(opts);
+        match self.family(cf)? {
+            None => self.db.put_opt(key, value, w),
+            Some(h) => self.db.put_cf_opt(&h, key, value, w),
+        }
+        .map_err(|e| self.cf_err("put", cf, e))
     }
 
     fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
-        check_sizes(&KEY_LIMITS, key, None)?;
-        self.db
-            .delete_opt(key, self.wopts(opts))
-            .map_err(|e| map_err("delete", e))
+        self.delete_cf(opts, Cf::DEFAULT, key)
     }
 
+    #[inline]
+    fn delete_cf(&self, opts: &WriteOptions, cf: Cf, key: &[u8]) -> Result<()> {
+        check_sizes(&KEY_LIMITS, key, None)?;
+        let w = self.wopts(opts);
+        match self.family(cf)? {
+            None => self.db.delete_opt(key, w),
+            Some(h) => self.db.delete_cf_opt(&h, key, w),
+        }
+        .map_err(|e| self.cf_err("delete", cf, e))
+    }
+
+    /// One RocksDB batch with a family per update: atomic across families
+    /// because RocksDB publishes it under one sequence number and logs it
+    /// as one WAL record.
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
-        crate::family::default_only_batch(self.name(), batch)?;
         let mut b = RWriteBatch::default();
+        // Updates to one family tend to come in runs; the last family's
+        // handle is kept so that a run costs one table lookup.
+        let mut last: Option<(Cf, CfRef)> = None;
         for op in batch {
+            let cf = op.cf();
+            let family = if cf.is_default() {
+                None
+            } else {
+                if last.as_ref().map(|(c, _)| *c) != Some(cf) {
+                    last = Some((cf, self.families.get(cf)?));
+                }
+                match &last {
+                    Some((_, h)) => Some(h),
+                    None => return Err(unknown_family(self.name(), cf)),
+                }
+            };
             match op {
                 BatchOp::Put { key, value, .. } => {
                     check_sizes(&KEY_LIMITS, key, Some(value))?;
-                    b.put(key, value);
+                    match family {
+                        None => b.put(key, value),
+                        Some(h) => b.put_cf(h, key, value),
+                    }
                 }
                 BatchOp::Delete { key, .. } => {
                     check_sizes(&KEY_LIMITS, key, None)?;
-                    b.delete(key);
+                    match family {
+                        None => b.delete(key),
+                        Some(h) => b.delete_cf(h, key),
+                    }
                 }
                 BatchOp::DeleteRange { begin, end, .. } => {
                     check_sizes(&KEY_LIMITS, begin, None)?;
                     check_sizes(&KEY_LIMITS, end, None)?;
-                    b.delete_range(begin, end);
+                    match family {
+                        None => b.delete_range(begin, end),
+                        Some(h) => b.delete_range_cf(h, begin, end),
+                    }
                 }
             }
         }
@@ -291,18 +427,30 @@ impl Db for RocksDb {
     }
 
     fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>> {
-        let it = self.db.raw_iterator_opt(self.custom_read(opts, true)?);
+        self.iter_cf(opts, Cf::DEFAULT)
+    }
+
+    fn iter_cf<'a>(&'a self, opts: &ReadOptions, cf: Cf) -> Result<Box<dyn DbIterator + 'a>> {
+        let family = self.family(cf)?;
+        let ro = self.custom_read(opts, true)?;
+        let it = match &family {
+            None => self.db.raw_iterator_opt(ro),
+            Some(h) => self.db.raw_iterator_cf_opt(h, ro),
+        };
         Ok(Box::new(RocksIter {
             it,
             _snapshot: opts.snapshot.clone(),
+            _family: family,
         }))
     }
 
-    fn multi_scan<'a>(
+    fn multi_scan_cf<'a>(
         &'a self,
         opts: &ReadOptions,
+        cf: Cf,
         args: &MultiScanArgs,
     ) -> Result<Box<dyn MultiScan + 'a>> {
+        let family = self.family(cf)?;
         // One view for every range: the caller's snapshot, or one taken
         // for the call (a native group or an unbounded range would
         // otherwise each read the database as of its own start).
@@ -312,16 +460,74 @@ impl Db for RocksDb {
             None => None,
         };
         Ok(Box::new(multiscan::NativeMultiScan::new(
-            &self.db, opts, snap, args,
+            &self.db, family, opts, snap, args,
         )?))
     }
 
+    /// Checks the name, then has RocksDB create the family (with the
+    /// database's options) and record it in the MANIFEST.
+    fn create_cf(&self, name: &str) -> Result<Cf> {
+        check_family_name(name)?;
+        let _ddl = self.ddl.lock().unwrap_or_else(|p| p.into_inner());
+        if self.families.handle(name).is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "column family {name:?} already exists in this {} database",
+                self.name()
+            )));
+        }
+        self.db
+            .create_cf(name, &self.opts)
+            .map_err(|e| map_err(&format!("create column family {name:?}"), e))?;
+        let h = self.db.cf_handle(name).ok_or_else(|| {
+            Error::Corruption(format!(
+                "{}: column family {name:?} was created but has no handle",
+                self.name()
+            ))
+        })?;
+        self.families.add(name, unbind(h))
+    }
+
+    /// RocksDB's `DropColumnFamily`, recorded in the MANIFEST; the family's
+    /// files are deleted once the last handle to it (the table's, or one an
+    /// open iterator holds) is released.
+    fn drop_cf(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.lock().unwrap_or_else(|p| p.into_inner());
+        let (cf, h) = self.families.for_drop(name)?;
+        self.db
+            .drop_cf(name)
+            .map_err(|e| map_err(&format!("drop column family {name:?}"), e))?;
+        self.families.remove(cf);
+        drop(h);
+        Ok(())
+    }
+
+    fn cf_handle(&self, name: &str) -> Option<Cf> {
+        self.families.handle(name)
+    }
+
+    fn cf_names(&self) -> Vec<String> {
+        self.families.names()
+    }
+
     fn flush(&self) -> Result<()> {
-        self.db.flush().map_err(|e| map_err("flush", e))
+        self.db.flush().map_err(|e| map_err("flush", e))?;
+        for (cf, name, h) in self.families.all() {
+            if !cf.is_default() {
+                self.db
+                    .flush_cf(&h)
+                    .map_err(|e| map_err(&format!("flush column family {name:?}"), e))?;
+            }
+        }
+        Ok(())
     }
 
     fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.db.compact_range(begin, end);
+        for (cf, _, h) in self.families.all() {
+            if !cf.is_default() {
+                self.db.compact_range_cf(&h, begin, end);
+            }
+        }
         Ok(())
     }
 
@@ -379,6 +585,9 @@ struct RocksIter<'a> {
     it: DBRawIteratorWithThreadMode<'a, DB>,
     /// Keeps the snapshot the iterator reads alive.
     _snapshot: Option<Snapshot>,
+    /// Keeps the family's handle alive (`None` for default); dropped
+    /// after `it`.
+    _family: Option<CfRef>,
 }
 
 impl DbIterator for RocksIter<'_> {
@@ -770,5 +979,423 @@ mod tests {
         let bad = EngineOptions::default().set("bogus_flag", "1");
         let err = open(dir.path(), &bad, false).err().map(|e| e.to_string());
         assert!(err.is_some_and(|e| e.contains("bogus_flag")));
+    }
+
+    /// The number of blob files in `dir` (BlobDB's `*.blob`).
+    fn blob_files(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .expect("read_dir")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".blob"))
+            .count()
+    }
+
+    /// Every entry of family `cf` as `db.iter_cf` sees it under `ro`.
+    fn entries_cf(db: &dyn Db, ro: &ReadOptions, cf: Cf) -> Vec<(Vec<u8>, Vec<u8>)> {
+        Entries::from_first(db.iter_cf(ro, cf).expect("iter_cf"))
+            .collect::<Result<_>>()
+            .expect("iterate")
+    }
+
+    fn kv(k: &str, v: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        (k.as_bytes().to_vec(), v.to_vec())
+    }
+
+    /// A handle that names no open family: InvalidArgument from every call.
+    fn assert_refused(db: &dyn Db, cf: Cf) {
+        let r = ReadOptions::default();
+        let w = WriteOptions::default();
+        let refused = |res: Result<()>| matches!(res, Err(Error::InvalidArgument(_)));
+        assert!(refused(db.put_cf(&w, cf, b"k", b"v")));
+        assert!(refused(db.delete_cf(&w, cf, b"k")));
+        assert!(refused(db.get_cf(&r, cf, b"k").map(drop)));
+        assert!(refused(db.iter_cf(&r, cf).map(drop)));
+        let args = MultiScanArgs::new(vec![ScanRange::new(b"a", b"z")]);
+        assert!(refused(db.multi_scan_cf(&r, cf, &args).map(drop)));
+        assert!(db
+            .multi_get_cf(&r, cf, &[b"k", b"j"])
+            .into_iter()
+            .all(|g| matches!(g, Err(Error::InvalidArgument(_)))));
+        let mut b = WriteBatch::new();
+        b.put_cf(cf, b"k", b"v");
+        assert!(refused(db.write(&w, &b)));
+    }
+
+    #[test]
+    fn families_are_isolated() {
+        for blob in [false, true] {
+            let (d, db) = open_tmp(blob);
+            let w = WriteOptions::default();
+            let r = ReadOptions::default();
+            let a = db.create_cf("a").expect("create a");
+            let b = db.create_cf("b").expect("create b");
+            assert_ne!(a, b);
+            assert!(!a.is_default() && !b.is_default());
+            assert_eq!(db.cf_handle("a"), Some(a));
+            assert_eq!(db.cf_handle("default"), Some(Cf::DEFAULT));
+            assert_eq!(db.cf_handle("c"), None);
+            assert_eq!(db.cf_names(), vec!["a", "b", "default"]);
+            assert!(matches!(db.create_cf("a"), Err(Error::InvalidArgument(_))));
+            assert!(matches!(db.create_cf(""), Err(Error::InvalidArgument(_))));
+            assert!(matches!(
+                db.drop_cf("default"),
+                Err(Error::InvalidArgument(_))
+            ));
+            assert!(matches!(db.drop_cf("c"), Err(Error::InvalidArgument(_))));
+
+            // The same key in three families holds three values.
+            let big = vec![7u8; 1000];
+            db.put(&w, b"k", b"default").expect("put");
+            db.put_cf(&w, a, b"k", b"in a").expect("put a");
+            db.put_cf(&w, b, b"k", &big).expect("put b");
+            db.put_cf(&w, a, b"only-a", b"1").expect("put a");
+            assert_eq!(db.get(&r, b"k").expect("get"), Some(b"default".to_vec()));
+            assert_eq!(
+                db.get_cf(&r, a, b"k").expect("get a"),
+                Some(b"in a".to_vec())
+            );
+            assert_eq!(db.get_cf(&r, b, b"k").expect("get b"), Some(big.clone()));
+            assert_eq!(db.get(&r, b"only-a").expect("get"), None);
+            assert_eq!(db.get_cf(&r, b, b"only-a").expect("get b"), None);
+            db.flush().expect("flush");
+            // Only family b holds a value over min_blob_size.
+            assert_eq!(blob_files(d.path()) > 0, blob);
+            // After the flush the values come from every family's files.
+            assert_eq!(db.get_cf(&r, b, b"k").expect("get b"), Some(big.clone()));
+            db.delete_cf(&w, a, b"k").expect("delete a");
+            assert_eq!(db.get_cf(&r, a, b"k").expect("get a"), None);
+            assert_eq!(db.get(&r, b"k").expect("get"), Some(b"default".to_vec()));
+            assert_eq!(db.get_cf(&r, b, b"k").expect("get b"), Some(big.clone()));
+            assert_eq!(entries_cf(db.as_ref(), &r, a), vec![kv("only-a", b"1")]);
+            assert_eq!(entries_cf(db.as_ref(), &r, b), vec![kv("k", &big)]);
+            assert_eq!(
+                entries_cf(db.as_ref(), &r, Cf::DEFAULT),
+                vec![kv("k", b"default")]
+            );
+            let got = db.multi_get_cf(&r, a, &[b"k", b"only-a", b"zz"]);
+            let got: Vec<_> = got.into_iter().map(|g| g.expect("multi_get")).collect();
+            assert_eq!(got, vec![None, Some(b"1".to_vec()), None]);
+            let got = db.multi_get(&r, &[b"k", b"only-a"]);
+            let got: Vec<_> = got.into_iter().map(|g| g.expect("multi_get")).collect();
+            assert_eq!(got, vec![Some(b"default".to_vec()), None]);
+        }
+    }
+
+    /// The native MultiScan reads the family it is given, on memtable and
+    /// SST data, and agrees with iterators over that family.
+    #[test]
+    fn multiscan_cf_reads_its_family() {
+        for blob in [false, true] {
+            let (_d, db) = open_tmp(blob);
+            let a = db.create_cf("a").expect("create");
+            fill(db.as_ref(), 100);
+            let mut b = WriteBatch::new();
+            for i in (0..100).step_by(3) {
+                b.put_cf(
+                    a,
+                    format!("k{i:05}").as_bytes(),
+                    format!("a{i}").repeat(40).as_bytes(),
+                );
+            }
+            db.write(&WriteOptions::default(), &b).expect("write");
+            db.flush().expect("flush");
+            db.put_cf(&WriteOptions::default(), a, b"k00010x", b"mem")
+                .expect("put");
+            let ranges = vec![
+                ScanRange::new(b"k00000", b"k00010"),
+                ScanRange::new(b"k00009", b"k00020"),
+                ScanRange::new(b"k00050", b"k00060"),
+                ScanRange::unbounded(b"k00095"),
+            ];
+            for use_async_io in [false, true] {
+                let mut args = MultiScanArgs::new(ranges.clone());
+                args.use_async_io = use_async_io;
+                for ro in [
+                    ReadOptions::default(),
+                    ReadOptions::default().with_bounds(Some(b"k00003"), Some(b"k00097")),
+                ] {
+                    let mut ms = db.multi_scan_cf(&ro, a, &args).expect("multiscan_cf");
+                    let got = collect_multi_scan(ms.as_mut()).expect("scan");
+                    let mut reference =
+                        crate::multiscan::IterMultiScan::new(&ro, &args, |r| db.iter_cf(r, a))
+                            .expect("reference");
+                    let want = collect_multi_scan(&mut reference).expect("reference scan");
+                    assert_eq!(got, want, "blob={blob} async={use_async_io}");
+                    let every: Vec<_> = got.iter().flatten().collect();
+                    assert!(every
+                        .iter()
+                        .all(|(_, v)| v.starts_with(b"a") || v == b"mem"));
+                }
+            }
+            let got = collect_multi_scan(
+                db.multi_scan_cf(&ReadOptions::default(), a, &MultiScanArgs::new(ranges))
+                    .expect("multiscan_cf")
+                    .as_mut(),
+            )
+            .expect("scan");
+            let keys = |i: usize| -> Vec<Vec<u8>> { got[i].iter().map(|e| e.0.clone()).collect() };
+            assert_eq!(
+                keys(0),
+                vec![
+                    b"k00000".to_vec(),
+                    b"k00003".to_vec(),
+                    b"k00006".to_vec(),
+                    b"k00009".to_vec()
+                ]
+            );
+            assert_eq!(
+                keys(1),
+                ["k00009", "k00010x", "k00012", "k00015", "k00018"]
+                    .map(|k| k.as_bytes().to_vec())
+                    .to_vec()
+            );
+            assert_eq!(keys(3), vec![b"k00096".to_vec(), b"k00099".to_vec()]);
+        }
+    }
+
+    #[test]
+    fn batch_spans_families_atomically() {
+        let (_d, db) = open_tmp(false);
+        let r = ReadOptions::default();
+        let w = WriteOptions::default();
+        let a = db.create_cf("a").expect("create a");
+        let b = db.create_cf("b").expect("create b");
+        for (cf, v) in [(a, "a"), (b, "b")] {
+            for k in ["k1", "k2", "k3"] {
+                db.put_cf(&w, cf, k.as_bytes(), v.as_bytes()).expect("put");
+            }
+        }
+        let mut batch = WriteBatch::new();
+        batch.put_cf(a, b"x", b"ax");
+        batch.put(b"x", b"dx");
+        batch.delete_range_cf(b, b"k1", b"k3");
+        batch.put_cf(b, b"x", b"bx");
+        batch.delete_cf(a, b"k2");
+        batch.put_cf(a, b"y", b"ay");
+        assert!(batch.uses_families());
+        db.write(&WriteOptions::sync(), &batch).expect("write");
+        assert_eq!(
+            entries_cf(db.as_ref(), &r, a),
+            vec![
+                kv("k1", b"a"),
+                kv("k3", b"a"),
+                kv("x", b"ax"),
+                kv("y", b"ay")
+            ]
+        );
+        assert_eq!(
+            entries_cf(db.as_ref(), &r, b),
+            vec![kv("k3", b"b"), kv("x", b"bx")]
+        );
+        assert_eq!(
+            entries_cf(db.as_ref(), &r, Cf::DEFAULT),
+            vec![kv("x", b"dx")]
+        );
+
+        // A batch naming a dropped family is refused whole: none of its
+        // other updates land.
+        db.drop_cf("b").expect("drop b");
+        let mut batch = WriteBatch::new();
+        batch.put(b"z", b"1");
+        batch.put_cf(a, b"z", b"1");
+        batch.put_cf(b, b"z", b"1");
+        assert!(matches!(
+            db.write(&w, &batch),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(db.get(&r, b"z").expect("get"), None);
+        assert_eq!(db.get_cf(&r, a, b"z").expect("get"), None);
+    }
+
+    #[test]
+    fn drop_and_recreate_starts_empty_and_refuses_old_handles() {
+        for blob in [false, true] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let opts = EngineOptions::default().set("write_buffer_size", 1 << 20);
+            let w = WriteOptions::sync();
+            let r = ReadOptions::default();
+            {
+                let db = open(dir.path(), &opts, blob).expect("open");
+                let old = db.create_cf("users").expect("create");
+                db.put_cf(&w, old, b"flushed", &[1u8; 500]).expect("put");
+                db.flush().expect("flush");
+                db.put_cf(&w, old, b"logged", b"2").expect("put");
+                // An iterator opened before the drop keeps reading the
+                // family as it was.
+                let mut it = db.iter_cf(&r, old).expect("iter");
+                db.drop_cf("users").expect("drop");
+                it.seek_to_first();
+                assert_eq!(it.key(), b"flushed");
+                drop(it);
+                assert_refused(db.as_ref(), old);
+                assert!(matches!(
+                    db.drop_cf("users"),
+                    Err(Error::InvalidArgument(_))
+                ));
+                assert_eq!(db.cf_handle("users"), None);
+                assert_eq!(db.cf_names(), vec!["default"]);
+                let new = db.create_cf("users").expect("re-create");
+                assert_ne!(new, old);
+                assert_eq!(db.cf_handle("users"), Some(new));
+                assert_refused(db.as_ref(), old);
+                assert_eq!(db.get_cf(&r, new, b"flushed").expect("get"), None);
+                assert_eq!(db.get_cf(&r, new, b"logged").expect("get"), None);
+                assert!(entries_cf(db.as_ref(), &r, new).is_empty());
+                db.put_cf(&w, new, b"fresh", b"3").expect("put");
+            }
+            // After a reopen the re-created family is there with its own
+            // key only; the dropped family's keys stay gone.
+            let db = open(dir.path(), &opts, blob).expect("reopen");
+            let users = db.cf_handle("users").expect("users after reopen");
+            assert_eq!(entries_cf(db.as_ref(), &r, users), vec![kv("fresh", b"3")]);
+            db.drop_cf("users").expect("drop");
+            drop(db);
+            let db = open(dir.path(), &opts, blob).expect("reopen");
+            assert_eq!(db.cf_handle("users"), None);
+            assert_eq!(db.cf_names(), vec!["default"]);
+            let users = db.create_cf("users").expect("create again");
+            assert!(entries_cf(db.as_ref(), &r, users).is_empty());
+        }
+    }
+
+    #[test]
+    fn reopen_keeps_families_and_their_data() {
+        for blob in [false, true] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let opts = EngineOptions::default().set("write_buffer_size", 1 << 20);
+            let w = WriteOptions::default();
+            let r = ReadOptions::default();
+            let big = vec![5u8; 2000];
+            {
+                let db = open(dir.path(), &opts, blob).expect("open");
+                let a = db.create_cf("alpha").expect("create");
+                let b = db.create_cf("beta").expect("create");
+                db.put_cf(&w, a, b"sst", &big).expect("put");
+                db.put(&w, b"sst", b"default").expect("put");
+                db.flush().expect("flush");
+                // Left in the memtables: recovered from the WAL.
+                db.put_cf(&w, a, b"wal", b"a").expect("put");
+                db.put_cf(&w, b, b"wal", b"b").expect("put");
+                db.delete_cf(&w, a, b"gone").expect("delete");
+            }
+            let db = open(dir.path(), &opts, blob).expect("reopen");
+            assert_eq!(db.cf_names(), vec!["alpha", "beta", "default"]);
+            let a = db.cf_handle("alpha").expect("alpha");
+            let b = db.cf_handle("beta").expect("beta");
+            assert_eq!(
+                entries_cf(db.as_ref(), &r, a),
+                vec![kv("sst", &big), kv("wal", b"a")]
+            );
+            assert_eq!(entries_cf(db.as_ref(), &r, b), vec![kv("wal", b"b")]);
+            assert_eq!(db.get(&r, b"sst").expect("get"), Some(b"default".to_vec()));
+            assert!(matches!(
+                db.create_cf("alpha"),
+                Err(Error::InvalidArgument(_))
+            ));
+            // A family opened at reopen has the blob settings too: a large
+            // value written to it now lands in a new blob file.
+            let before = blob_files(dir.path());
+            db.put_cf(&w, b, b"large", &big).expect("put");
+            db.flush().expect("flush");
+            assert_eq!(db.get_cf(&r, b, b"large").expect("get"), Some(big.clone()));
+            assert_eq!(blob_files(dir.path()) > before, blob);
+        }
+    }
+
+    #[test]
+    fn snapshot_covers_every_family() {
+        let (_d, db) = open_tmp(false);
+        let w = WriteOptions::default();
+        let a = db.create_cf("a").expect("create");
+        let b = db.create_cf("b").expect("create");
+        db.put_cf(&w, a, b"old", b"1").expect("put");
+        let snap = db.snapshot().expect("snapshot");
+        let mut batch = WriteBatch::new();
+        batch.put_cf(a, b"new", b"a");
+        batch.put_cf(b, b"new", b"b");
+        batch.delete_cf(a, b"old");
+        db.write(&w, &batch).expect("write");
+        db.put_cf(&w, b, b"newer", b"b").expect("put");
+        db.flush().expect("flush");
+        let then = ReadOptions::default().with_snapshot(&snap);
+        let now = ReadOptions::default();
+        assert_eq!(entries_cf(db.as_ref(), &then, a), vec![kv("old", b"1")]);
+        assert!(entries_cf(db.as_ref(), &then, b).is_empty());
+        assert_eq!(db.get_cf(&then, a, b"new").expect("get"), None);
+        assert_eq!(
+            db.get_cf(&then, a, b"old").expect("get"),
+            Some(b"1".to_vec())
+        );
+        assert_eq!(db.get_cf(&then, b, b"new").expect("get"), None);
+        let got: Vec<_> = db
+            .multi_get_cf(&then, b, &[b"new", b"newer"])
+            .into_iter()
+            .map(|g| g.expect("multi_get"))
+            .collect();
+        assert_eq!(got, vec![None, None]);
+        let args = MultiScanArgs::new(vec![ScanRange::new(b"a", b"z"), ScanRange::unbounded(b"n")]);
+        let got = collect_multi_scan(
+            db.multi_scan_cf(&then, b, &args)
+                .expect("multiscan")
+                .as_mut(),
+        )
+        .expect("scan");
+        assert_eq!(got, vec![Vec::new(), Vec::new()]);
+        assert_eq!(entries_cf(db.as_ref(), &now, a), vec![kv("new", b"a")]);
+        assert_eq!(
+            entries_cf(db.as_ref(), &now, b),
+            vec![kv("new", b"b"), kv("newer", b"b")]
+        );
+        let got = collect_multi_scan(
+            db.multi_scan_cf(&now, b, &args)
+                .expect("multiscan")
+                .as_mut(),
+        )
+        .expect("scan");
+        assert_eq!(got[0].len(), 2);
+        assert_eq!(got[1].len(), 2);
+    }
+
+    #[test]
+    fn iter_cf_honours_bounds() {
+        let (_d, db) = open_tmp(false);
+        let a = db.create_cf("a").expect("create");
+        let w = WriteOptions::default();
+        // The default family holds keys between the family's, which a
+        // bounded cursor over the family must never show.
+        fill(db.as_ref(), 20);
+        for i in 0..20 {
+            db.put_cf(&w, a, format!("k{i:05}a").as_bytes(), b"v")
+                .expect("put");
+        }
+        let ro = ReadOptions::default().with_bounds(Some(b"k00005"), Some(b"k00010"));
+        let mut it = db.iter_cf(&ro, a).expect("iter_cf");
+        it.seek_to_first();
+        assert_eq!(it.key(), b"k00005a");
+        it.seek_to_last();
+        assert_eq!(it.key(), b"k00009a");
+        it.seek(b"a");
+        assert_eq!(it.key(), b"k00005a");
+        it.prev();
+        assert!(!it.valid());
+        it.seek_for_prev(b"k00007");
+        assert_eq!(it.key(), b"k00006a");
+        it.seek(b"k00009b");
+        assert!(!it.valid());
+        it.status().expect("status");
+        let keys: Vec<_> = Entries::from_first(db.iter_cf(&ro, a).expect("iter_cf"))
+            .map(|e| e.expect("entry").0)
+            .collect();
+        assert_eq!(
+            keys,
+            (5..10)
+                .map(|i| format!("k{i:05}a").into_bytes())
+                .collect::<Vec<_>>()
+        );
+        let upper_only = ReadOptions::default().with_bounds(None, Some(b"k00002"));
+        assert_eq!(
+            entries_cf(db.as_ref(), &upper_only, a),
+            vec![kv("k00000a", b"v"), kv("k00001a", b"v")]
+        );
     }
 }

@@ -7,9 +7,10 @@ use std::ffi::{c_char, c_int, c_uchar, CStr};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use librocksdb_sys::rocksdb_t;
-use rocksdb::{AsRawPtr, DBRawIteratorWithThreadMode, DB};
+use librocksdb_sys::{rocksdb_column_family_handle_t, rocksdb_t};
+use rocksdb::{AsColumnFamilyRef, AsRawPtr, DBRawIteratorWithThreadMode, DB};
 
+use super::families::CfRef;
 use super::snapshot::RocksSnapshot;
 use crate::multiscan::{MultiScan, MultiScanArgs};
 use crate::{Error, ReadOptions, Result};
@@ -67,6 +68,7 @@ extern "C" {
     fn vmk_multiscan_new(
         db: *mut rocksdb_t,
         snapshot: *const librocksdb_sys::rocksdb_snapshot_t,
+        cf: *const rocksdb_column_family_handle_t,
         fill_cache: c_uchar,
         verify_checksums: c_uchar,
         async_io: c_uchar,
@@ -191,6 +193,9 @@ pub(super) struct NativeMultiScan<'a> {
     idx: usize,
     started: bool,
     on_entry: bool,
+    /// The family scanned (`None`: default); last, so that the scans and
+    /// the iterator reading it are gone before its handle is released.
+    family: Option<CfRef>,
 }
 
 // SAFETY: the shim's state is a RocksDB MultiScan (an iterator plus owned
@@ -202,6 +207,7 @@ unsafe impl Send for NativeMultiScan<'_> {}
 impl<'a> NativeMultiScan<'a> {
     pub(super) fn new(
         db: &'a DB,
+        family: Option<CfRef>,
         ro: &ReadOptions,
         snapshot: Option<Arc<RocksSnapshot>>,
         args: &MultiScanArgs,
@@ -241,6 +247,7 @@ impl<'a> NativeMultiScan<'a> {
             idx: 0,
             started: false,
             on_entry: false,
+            family,
         };
         // Create the first native scan now, as RocksDB does in NewMultiScan
         // (Prepare, i.e. the prefetch, happens here).
@@ -286,13 +293,17 @@ impl<'a> NativeMultiScan<'a> {
             .collect();
         let mut st = VmkStatus::new();
         // SAFETY: `self.db.as_raw_ptr()` is the live `rocksdb_t*` of the DB,
-        // which outlives the scan (lifetime 'a). The four arrays have
+        // which outlives the scan (lifetime 'a); the family handle, if any,
+        // is held by `self.family` until the scan is destroyed. The four arrays have
         // `ranges.len()` elements and stay valid for the call; the shim
         // copies every key before returning. `st` is a valid out-pointer.
         let raw = unsafe {
             vmk_multiscan_new(
                 self.db.as_raw_ptr(),
                 self.snapshot.as_ref().map_or(std::ptr::null(), |s| s.raw()),
+                self.family
+                    .as_ref()
+                    .map_or(std::ptr::null(), |h| h.inner().cast_const()),
                 c_uchar::from(self.ro.fill_cache),
                 c_uchar::from(self.ro.verify_checksums),
                 c_uchar::from(self.ro.async_io),
@@ -377,7 +388,11 @@ impl MultiScan for NativeMultiScan<'_> {
                     s.apply(&mut ro);
                 }
                 ro.set_iterate_lower_bound(start);
-                self.iter = Some(self.db.raw_iterator_opt(ro));
+                let db = self.db;
+                self.iter = Some(match &self.family {
+                    None => db.raw_iterator_opt(ro),
+                    Some(h) => db.raw_iterator_cf_opt(h, ro),
+                });
                 self.iter_started = false;
                 return Ok(true);
             }

@@ -751,8 +751,10 @@ impl DB {
     }
 
     fn prefix_in(&self, cf: Cf, prefix: &[u8]) -> DBIterator<'_> {
-        let mut ro = crate::ReadOptions::default();
-        ro.iterate_upper_bound = prefix_successor(prefix);
+        let ro = crate::ReadOptions {
+            iterate_upper_bound: prefix_successor(prefix),
+            ..crate::ReadOptions::default()
+        };
         let raw = DBRawIterator::new(self.db.iter_cf(&ro, cf));
         DBIterator::new(raw, IteratorMode::From(prefix, Direction::Forward))
     }

@@ -27,6 +27,7 @@ mod lock;
 pub mod multiscan;
 pub mod options;
 pub mod registry;
+pub mod rocksdb_api;
 pub mod snapshot;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};

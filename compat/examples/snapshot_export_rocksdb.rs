@@ -1,0 +1,9 @@
+//! The `snapshot_export` example on the rocksdb crate (feature `rocksdb`):
+//! `shared/snapshot_export.rs` with the crate in place of the facade.
+
+extern crate rocksdb;
+
+/// The crate opens RocksDB; there is no engine to choose.
+fn engine_options(_opts: &mut rocksdb::Options) {}
+
+include!("shared/snapshot_export.rs");

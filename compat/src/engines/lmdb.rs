@@ -1331,4 +1331,53 @@ mod tests {
         db.drop_cf("a").expect("drop");
         db.create_cf("d").expect("create in the freed slot");
     }
+
+    #[test]
+    fn reads_racing_drop_and_recreate_see_their_own_family_or_an_error() {
+        let (_d, db) = open_tmp(&[]);
+        let db = db.as_ref();
+        // Each generation's family takes the slot LMDB freed when the one
+        // before was dropped; a read through a stale handle must never
+        // reach the new family's data.
+        let current = Mutex::new(None::<(Cf, u32)>);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut checked = 0u32;
+                    while !done.load(Ordering::Relaxed) {
+                        let Some((cf, gen)) = *current.lock().expect("lock") else {
+                            continue;
+                        };
+                        let want = gen.to_le_bytes().to_vec();
+                        match db.get_cf(&ReadOptions::default(), cf, b"k") {
+                            Ok(v) => assert_eq!(v, Some(want.clone())),
+                            Err(e) => assert!(matches!(e, Error::InvalidArgument(_)), "{e}"),
+                        }
+                        if let Ok(it) = db.iter_cf(&ReadOptions::default(), cf) {
+                            for kv in Entries::from_first(it) {
+                                match kv {
+                                    Ok((_, v)) => assert_eq!(v, want),
+                                    Err(e) => assert!(matches!(e, Error::InvalidArgument(_))),
+                                }
+                            }
+                        }
+                        checked += 1;
+                    }
+                    assert!(checked > 0);
+                });
+            }
+            for gen in 0..100u32 {
+                let cf = db.create_cf("f").expect("create");
+                db.put_cf(&WriteOptions::default(), cf, b"k", &gen.to_le_bytes())
+                    .expect("put");
+                db.put_cf(&WriteOptions::default(), cf, b"k2", &gen.to_le_bytes())
+                    .expect("put");
+                *current.lock().expect("lock") = Some((cf, gen));
+                std::thread::yield_now();
+                db.drop_cf("f").expect("drop");
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+    }
 }

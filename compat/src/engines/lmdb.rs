@@ -1380,4 +1380,46 @@ mod tests {
             done.store(true, Ordering::Relaxed);
         });
     }
+
+    #[test]
+    fn a_database_from_before_families_opens_unchanged() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            // What the adapter wrote before families: the unnamed database
+            // only, in an environment with one named-database slot.
+            let mut eo = EnvOpenOptions::new().read_txn_without_tls();
+            eo.map_size(64 << 20).max_dbs(1);
+            // SAFETY: a fresh directory, opened once, closed below.
+            let env = unsafe { eo.open(dir.path()) }.expect("env");
+            let wtxn = env.write_txn().expect("txn");
+            let main: Db0 = env
+                .create_databases_and_commit(wtxn, |o, t| {
+                    o.create_database::<Bytes, Bytes>(t, None)
+                        .map(CommitOrAbort::<_, ()>::Commit)
+                })
+                .expect("main")
+                .unwrap_commit();
+            let mut t = env.write_txn().expect("txn");
+            main.put(&mut t, b"a", b"1").expect("put");
+            main.put(&mut t, b"\x1f", b"2").expect("put");
+            t.commit().expect("commit");
+            env.prepare_for_closing().wait();
+        }
+        let o = EngineOptions::default().set("map_size", 64 << 20);
+        let db = open(dir.path(), &o).expect("open");
+        assert_eq!(db.cf_names(), ["default"]);
+        assert_eq!(
+            keys(db.iter(&ReadOptions::default()).expect("iter")),
+            [b"\x1f".to_vec(), b"a".to_vec()]
+        );
+        let cf = db.create_cf("new").expect("create");
+        db.put_cf(&WriteOptions::default(), cf, b"a", b"3")
+            .expect("put");
+        drop(db);
+        let db = open(dir.path(), &o).expect("reopen");
+        assert_eq!(get(db.as_ref(), Cf::DEFAULT, b"a"), Some(b"1".to_vec()));
+        let cf = db.cf_handle("new").expect("new after reopen");
+        assert_eq!(get(db.as_ref(), cf, b"a"), Some(b"3".to_vec()));
+        assert_eq!(db.property("lmdb.entries").as_deref(), Some("2"));
+    }
 }

@@ -7,6 +7,18 @@
 //!   `blob_separation_threshold` bytes (option, default fjall's 1 KiB) go to
 //!   blob files, as in RocksDB-BlobDB.
 //!
+//! Column families are keyspaces of the one fjall database: the default
+//! family is the keyspace `"default"` (where it always was), and family
+//! `name` is the keyspace `name` (the adapter stores nothing else, so no
+//! family name can collide with its own data; `default` itself is taken).
+//! Every family is created with the options of the default one, so under
+//! fjall-blob each separates values as the default family does. On open,
+//! every keyspace the database holds is opened as a family. A batch across
+//! families is one fjall batch (one sequence number); a snapshot is one
+//! sequence number, so it covers every family; `drop_cf` deletes the
+//! keyspace (its files go once the last iterator on it is dropped). The
+//! default family is addressed without consulting the family table.
+//!
 //! Durability, mapped onto fjall's `PersistMode`s:
 //! * every write goes to fjall's journal and is handed to the OS before the
 //!   call returns (`PersistMode::Buffer`, fjall's default): it survives a
@@ -45,20 +57,22 @@
 //!
 //! MultiScan: the trait's default, one snapshot iterator per range.
 
+use std::borrow::Cow;
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 
 use fjall::{
     Database, KeyspaceCreateOptions, KvSeparationOptions, PersistMode, Readable,
     Snapshot as FjSnapshot,
 };
 
-use super::collapse::{collapse, has_delete_range};
+use super::collapse::{collapse_families, has_delete_range};
+use crate::family::check_family_name;
 use crate::lock::DirLock;
 use crate::{
-    check_sizes, BatchOp, Db, DbIterator, EngineOptions, Error, IoFailure, Limits, OptionMap,
-    ReadOptions, Result, Snapshot, WriteBatch, WriteOptions,
+    check_sizes, BatchOp, Cf, Db, DbIterator, EngineOptions, Error, Families, IoFailure, Limits,
+    OptionMap, ReadOptions, Result, Snapshot, WriteBatch, WriteOptions,
 };
 
 /// fjall's largest key (a `u16` length).
@@ -82,7 +96,7 @@ const LIMITS: Limits = Limits {
     max_value_size: Some(MAX_VALUE_SIZE),
 };
 
-const KEYSPACE: &str = "default";
+const KEYSPACE: &str = Cf::DEFAULT_NAME;
 
 /// Maps a fjall error onto the trait's categories, keeping the
 /// `io::ErrorKind` of an I/O error in the message.
@@ -91,6 +105,9 @@ pub(crate) fn map_err(what: &str, e: fjall::Error) -> Error {
         fjall::Error::Io(io) | fjall::Error::Storage(fjall::LsmError::Io(io)) => {
             Error::IoError(IoFailure::new(io.kind(), format!("fjall {what}: {io}")))
         }
+        fjall::Error::KeyspaceDeleted => Error::InvalidArgument(format!(
+            "fjall {what}: the column family's keyspace was dropped"
+        )),
         fjall::Error::Locked => Error::Busy(format!(
             "fjall {what}: the database lock is held by another handle"
         )),
@@ -149,39 +166,76 @@ pub fn open(path: &Path, opts: &EngineOptions, blob: bool) -> Result<Box<dyn Db>
     let db = b
         .open()
         .map_err(|e| map_err(&format!("open {}", path.display()), e))?;
-    let keyspace = db
-        .keyspace(KEYSPACE, || {
-            let mut o = KeyspaceCreateOptions::default();
-            if let Some(n) = max_memtable_size {
-                o = o.max_memtable_size(n);
-            }
-            if blob {
-                let mut kv = KvSeparationOptions::default();
-                if let Some(t) = threshold {
-                    kv.separation_threshold = t;
-                }
-                o = o.with_kv_separation(Some(kv));
-            }
-            o
-        })
-        .map_err(|e| map_err("open keyspace", e))?;
-    if keyspace.is_kv_separated() != blob {
-        return Err(Error::InvalidArgument(format!(
-            "{name}: {} holds a fjall database {} key-value separation; open it as '{}'",
-            path.display(),
-            if blob { "without" } else { "with" },
-            if blob { "fjall" } else { "fjall-blob" },
-        )));
+    let config = KeyspaceConfig {
+        max_memtable_size,
+        blob,
+        threshold,
+    };
+    let keyspace = config.open(&db, name, path, KEYSPACE)?;
+    let families = Families::new(name, keyspace.clone());
+    // Every other keyspace is a family created earlier (the adapter keeps
+    // nothing else in the database).
+    for ks in db.list_keyspace_names() {
+        let ks: &str = &ks;
+        if ks != KEYSPACE {
+            families.add(ks, config.open(&db, name, path, ks)?)?;
+        }
     }
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
     Ok(Box::new(Fjall {
         name,
         db,
         keyspace,
+        families,
+        config,
+        path: path.to_path_buf(),
+        ddl: Mutex::new(()),
         writers: RwLock::new(()),
         id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         _lock: lock,
     }))
+}
+
+/// The keyspace options every family is created with.
+struct KeyspaceConfig {
+    max_memtable_size: Option<u64>,
+    blob: bool,
+    threshold: Option<u32>,
+}
+
+impl KeyspaceConfig {
+    fn options(&self) -> KeyspaceCreateOptions {
+        let mut o = KeyspaceCreateOptions::default();
+        if let Some(n) = self.max_memtable_size {
+            o = o.max_memtable_size(n);
+        }
+        if self.blob {
+            let mut kv = KvSeparationOptions::default();
+            if let Some(t) = self.threshold {
+                kv.separation_threshold = t;
+            }
+            o = o.with_kv_separation(Some(kv));
+        }
+        o
+    }
+
+    /// Opens (creating if new) keyspace `ks`, refusing one whose key-value
+    /// separation is not the variant's: a database is wholly one or the other.
+    fn open(&self, db: &Database, name: &str, path: &Path, ks: &str) -> Result<fjall::Keyspace> {
+        let keyspace = db
+            .keyspace(ks, || self.options())
+            .map_err(|e| map_err(&format!("open keyspace {ks:?}"), e))?;
+        if keyspace.is_kv_separated() != self.blob {
+            return Err(Error::InvalidArgument(format!(
+                "{name}: {} holds a fjall database {} key-value separation (keyspace {ks:?}); \
+                 open it as '{}'",
+                path.display(),
+                if self.blob { "without" } else { "with" },
+                if self.blob { "fjall" } else { "fjall-blob" },
+            )));
+        }
+        Ok(keyspace)
+    }
 }
 
 /// Replaces `<dir>/lock` (fjall's `flock` file) with a fresh file, under
@@ -201,9 +255,19 @@ fn renew_fjall_lock_file(path: &Path, name: &str) -> Result<()> {
 struct Fjall {
     name: &'static str,
     db: Database,
+    /// The default family's keyspace, used without the table.
     keyspace: fjall::Keyspace,
+    /// Every family, `default` included.
+    families: Families<fjall::Keyspace>,
+    config: KeyspaceConfig,
+    path: std::path::PathBuf,
+    /// Serialises `create_cf` and `drop_cf`, so a name is checked and
+    /// created (or looked up and deleted) with no other change between.
+    ddl: Mutex<()>,
     /// Shared by ordinary writes, exclusive for batches with a
-    /// `delete_range` (see the module docs).
+    /// `delete_range` (see the module docs) and for `drop_cf`, so that a
+    /// write which found its family's keyspace completes before the
+    /// keyspace is deleted.
     writers: RwLock<()>,
     id: usize,
     // Declared last so it is released after fjall is closed.
@@ -220,6 +284,15 @@ fn check_key(key: &[u8], value: Option<&[u8]>) -> Result<()> {
 }
 
 impl Fjall {
+    /// The keyspace of family `cf`: the default one without a lookup.
+    fn ks(&self, cf: Cf) -> Result<Cow<'_, fjall::Keyspace>> {
+        if cf.is_default() {
+            Ok(Cow::Borrowed(&self.keyspace))
+        } else {
+            self.families.get(cf).map(Cow::Owned)
+        }
+    }
+
     fn snapshot_of<'s>(&self, ro: &'s ReadOptions) -> Result<Option<&'s FjSnapshot>> {
         ro.snapshot
             .as_ref()
@@ -247,14 +320,25 @@ impl Db for Fjall {
     }
 
     fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.get_cf_into(opts, Cf::DEFAULT, key, out)
+    }
+
+    fn get_cf_into(
+        &self,
+        opts: &ReadOptions,
+        cf: Cf,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
         out.clear();
+        let ks = self.ks(cf)?;
         let snapshot = self.snapshot_of(opts)?;
         if key.is_empty() || key.len() > MAX_KEY_SIZE {
             return Ok(false);
         }
         let got = match snapshot {
-            Some(s) => s.get(&self.keyspace, key),
-            None => self.keyspace.get(key),
+            Some(s) => s.get(&*ks, key),
+            None => ks.get(key),
         }
         .map_err(|e| map_err("get", e))?;
         Ok(match got {
@@ -266,7 +350,16 @@ impl Db for Fjall {
         })
     }
 
-    fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
+    fn multi_get_cf(
+        &self,
+        opts: &ReadOptions,
+        cf: Cf,
+        keys: &[&[u8]],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let ks = match self.ks(cf) {
+            Ok(ks) => ks,
+            Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
+        };
         let snap = match self.snapshot_of(opts) {
             Ok(Some(s)) => s.clone(),
             Ok(None) => self.db.snapshot(),
@@ -277,7 +370,7 @@ impl Db for Fjall {
                 if k.is_empty() || k.len() > MAX_KEY_SIZE {
                     return Ok(None);
                 }
-                snap.get(&self.keyspace, k)
+                snap.get(&*ks, k)
                     .map(|v| v.map(|v| v.to_vec()))
                     .map_err(|e| map_err("multi_get", e))
             })
@@ -289,30 +382,75 @@ impl Db for Fjall {
     }
 
     fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_cf(opts, Cf::DEFAULT, key, value)
+    }
+
+    fn put_cf(&self, opts: &WriteOptions, cf: Cf, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(key, Some(value))?;
         let _w = self.writers.read().unwrap_or_else(|p| p.into_inner());
-        self.keyspace
+        self.ks(cf)?
             .insert(key, value)
             .map_err(|e| map_err("put", e))?;
         self.persist_if(opts, "put")
     }
 
     fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        self.delete_cf(opts, Cf::DEFAULT, key)
+    }
+
+    fn delete_cf(&self, opts: &WriteOptions, cf: Cf, key: &[u8]) -> Result<()> {
         check_key(key, None)?;
         let _w = self.writers.read().unwrap_or_else(|p| p.into_inner());
-        self.keyspace
-            .remove(key)
-            .map_err(|e| map_err("delete", e))?;
+        self.ks(cf)?.remove(key).map_err(|e| map_err("delete", e))?;
         self.persist_if(opts, "delete")
     }
 
+    fn create_cf(&self, name: &str) -> Result<Cf> {
+        // fjall panics on an invalid keyspace name; check it first.
+        check_family_name(name)?;
+        let _d = self.ddl.lock().unwrap_or_else(|p| p.into_inner());
+        if self.families.handle(name).is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "column family {name:?} already exists in this {} database",
+                self.name
+            )));
+        }
+        let ks = self.config.open(&self.db, self.name, &self.path, name)?;
+        self.families.add(name, ks)
+    }
+
+    fn drop_cf(&self, name: &str) -> Result<()> {
+        let _d = self.ddl.lock().unwrap_or_else(|p| p.into_inner());
+        let (cf, ks) = self.families.for_drop(name)?;
+        let _w = self.writers.write().unwrap_or_else(|p| p.into_inner());
+        self.db
+            .delete_keyspace(ks)
+            .map_err(|e| map_err(&format!("drop_cf {name:?}"), e))?;
+        self.families.remove(cf);
+        Ok(())
+    }
+
+    fn cf_handle(&self, name: &str) -> Option<Cf> {
+        self.families.handle(name)
+    }
+
+    fn cf_names(&self) -> Vec<String> {
+        self.families.names()
+    }
+
     fn write(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
-        crate::family::default_only_batch(self.name(), batch)?;
+        let mut checked = Cf::DEFAULT;
         for op in batch {
             match op {
                 BatchOp::Put { key, value, .. } => check_key(key, Some(value))?,
                 BatchOp::Delete { key, .. } => check_key(key, None)?,
                 BatchOp::DeleteRange { .. } => {}
+            }
+            // An unknown family fails the whole batch, even an update that
+            // would change nothing (an empty range).
+            if op.cf() != checked {
+                self.families.get(op.cf())?;
+                checked = op.cf();
             }
         }
         // Collapsed even without a range delete: fjall commits a batch under
@@ -324,18 +462,24 @@ impl Db for Fjall {
             _shared = self.writers.read().unwrap_or_else(|p| p.into_inner());
         }
         let snap = self.db.snapshot();
-        let ops = collapse(batch, |lo, hi| {
-            snap.range(&self.keyspace, lo..hi)
+        let ops = collapse_families(batch, |cf, lo, hi| {
+            snap.range(&*self.ks(cf)?, lo..hi)
                 .map(|g| g.key().map(|k| k.to_vec()))
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(|e| map_err("write: delete_range listing", e))
         })?;
         drop(snap);
         let mut fb = self.db.batch();
-        for (k, v) in ops {
+        // The updates come family by family: one keyspace lookup each.
+        let mut ks: Option<(Cf, Cow<'_, fjall::Keyspace>)> = None;
+        for ((cf, k), v) in ops {
+            let ks = match &ks {
+                Some((c, ks)) if *c == cf => ks,
+                _ => &ks.insert((cf, self.ks(cf)?)).1,
+            };
             match v {
-                Some(v) => fb.insert(&self.keyspace, k, v),
-                None => fb.remove(&self.keyspace, k),
+                Some(v) => fb.insert(ks, k, v),
+                None => fb.remove(ks, k),
             }
         }
         if fb.is_empty() {
@@ -350,13 +494,18 @@ impl Db for Fjall {
     }
 
     fn iter<'a>(&'a self, opts: &ReadOptions) -> Result<Box<dyn DbIterator + 'a>> {
+        self.iter_cf(opts, Cf::DEFAULT)
+    }
+
+    fn iter_cf<'a>(&'a self, opts: &ReadOptions, cf: Cf) -> Result<Box<dyn DbIterator + 'a>> {
+        let keyspace = self.ks(cf)?.into_owned();
         let snap = match self.snapshot_of(opts)? {
             Some(s) => s.clone(),
             None => self.db.snapshot(),
         };
         Ok(Box::new(FjallIter {
             snap,
-            keyspace: self.keyspace.clone(),
+            keyspace,
             lower: opts.iterate_lower_bound.clone(),
             upper: opts.iterate_upper_bound.clone(),
             cur: None,
@@ -365,13 +514,16 @@ impl Db for Fjall {
         }))
     }
 
+    /// Syncs the journal and writes every family's memtable to a table.
     fn flush(&self) -> Result<()> {
         self.db
             .persist(PersistMode::SyncAll)
             .map_err(|e| map_err("flush: sync journal", e))?;
-        self.keyspace
-            .rotate_memtable_and_wait()
-            .map_err(|e| map_err("flush: memtable", e))
+        for (_, name, ks) in self.families.all() {
+            ks.rotate_memtable_and_wait()
+                .map_err(|e| map_err(&format!("flush: memtable of family {name:?}"), e))?;
+        }
+        Ok(())
     }
 
     fn compact_range(&self, _begin: Option<&[u8]>, _end: Option<&[u8]>) -> Result<()> {
@@ -686,5 +838,242 @@ mod tests {
             open(other.path(), &bad, false),
             Err(Error::InvalidArgument(_))
         ));
+    }
+
+    fn keys(it: Box<dyn DbIterator + '_>) -> Vec<Vec<u8>> {
+        Entries::from_first(it)
+            .map(|kv| kv.expect("entry").0)
+            .collect()
+    }
+
+    fn get(db: &dyn Db, cf: Cf, key: &[u8]) -> Option<Vec<u8>> {
+        db.get_cf(&ReadOptions::default(), cf, key).expect("get_cf")
+    }
+
+    #[test]
+    fn families_are_isolated_and_iterate_within_bounds() {
+        for blob in [false, true] {
+            let (_d, db) = open_tmp(blob);
+            let db = db.as_ref();
+            let w = WriteOptions::default();
+            let a = db.create_cf("a").expect("create a");
+            let b = db.create_cf("b").expect("create b");
+            assert_ne!(a, b);
+            assert_eq!(db.cf_handle("a"), Some(a));
+            assert_eq!(db.cf_handle("default"), Some(Cf::DEFAULT));
+            assert!(matches!(db.create_cf("a"), Err(Error::InvalidArgument(_))));
+            assert!(matches!(
+                db.create_cf("default"),
+                Err(Error::InvalidArgument(_))
+            ));
+            assert!(matches!(db.create_cf(""), Err(Error::InvalidArgument(_))));
+            assert_eq!(db.cf_names(), ["a", "b", "default"]);
+            for (i, cf) in [Cf::DEFAULT, a, b].into_iter().enumerate() {
+                for k in 0..20u32 {
+                    let v = vec![b'0' + i as u8; if k % 2 == 0 { 4 } else { 3000 }];
+                    db.put_cf(&w, cf, format!("k{k:02}").as_bytes(), &v)
+                        .expect("put");
+                }
+            }
+            db.delete_cf(&w, a, b"k03").expect("delete");
+            assert_eq!(get(db, a, b"k03"), None);
+            assert_eq!(get(db, b, b"k03"), Some(vec![b'2'; 3000]));
+            assert_eq!(get(db, Cf::DEFAULT, b"k03"), Some(vec![b'0'; 3000]));
+            assert_eq!(
+                db.get(&ReadOptions::default(), b"k04").expect("get"),
+                Some(vec![b'0'; 4])
+            );
+            let got = db.multi_get_cf(&ReadOptions::default(), b, &[b"k00", b"k03", b"zz"]);
+            let got: Vec<_> = got.into_iter().map(|r| r.expect("multi_get")).collect();
+            assert_eq!(got, [Some(vec![b'2'; 4]), Some(vec![b'2'; 3000]), None]);
+            assert_eq!(
+                keys(db.iter_cf(&ReadOptions::default(), a).expect("iter")).len(),
+                19
+            );
+
+            // Bounds as in `iter`, over family `b` only.
+            let ro = ReadOptions::default().with_bounds(Some(b"k05"), Some(b"k09"));
+            let mut it = db.iter_cf(&ro, b).expect("iter_cf");
+            it.seek_to_last();
+            assert_eq!((it.key(), it.value()), (&b"k08"[..], &[b'2'; 4][..]));
+            it.seek(b"a");
+            assert_eq!(it.key(), b"k05");
+            it.prev();
+            assert!(!it.valid());
+            it.seek_for_prev(b"k06x");
+            assert_eq!(it.key(), b"k06");
+            it.seek(b"k09");
+            assert!(!it.valid());
+            it.status().expect("status");
+            drop(it);
+            let ro = ReadOptions::default().with_bounds(Some(b"k02"), Some(b"k05"));
+            assert_eq!(
+                keys(db.iter_cf(&ro, a).expect("iter_cf")),
+                [b"k02".to_vec(), b"k04".to_vec()]
+            );
+        }
+    }
+
+    #[test]
+    fn a_batch_across_families_is_atomic() {
+        for blob in [false, true] {
+            let (_d, db) = open_tmp(blob);
+            let db = db.as_ref();
+            let w = WriteOptions::default();
+            let a = db.create_cf("a").expect("create a");
+            let b = db.create_cf("b").expect("create b");
+            for cf in [Cf::DEFAULT, a, b] {
+                for k in [&b"k1"[..], b"k2", b"k3"] {
+                    db.put_cf(&w, cf, k, b"old").expect("put");
+                }
+            }
+            // One bad update (an empty key) in `b`: nothing of it applies.
+            let mut bad = WriteBatch::new();
+            bad.put_cf(a, b"k1", b"new");
+            bad.delete_range_cf(a, b"k2", b"k9");
+            bad.put_cf(b, b"", b"x");
+            assert!(db.write(&w, &bad).is_err());
+            assert_eq!(get(db, a, b"k1"), Some(b"old".to_vec()));
+            assert_eq!(get(db, a, b"k2"), Some(b"old".to_vec()));
+
+            let mut batch = WriteBatch::new();
+            batch.put_cf(a, b"k1", b"new");
+            batch.put_cf(a, b"k5", b"in range, then ranged away");
+            batch.delete_range_cf(a, b"k2", b"k9");
+            batch.put_cf(b, b"k1", b"new");
+            batch.delete_cf(b, b"k2");
+            batch.put(b"k4", b"new");
+            db.write(&WriteOptions::sync(), &batch).expect("write");
+            assert_eq!(
+                keys(db.iter_cf(&ReadOptions::default(), a).expect("iter")),
+                [b"k1".to_vec()]
+            );
+            assert_eq!(get(db, a, b"k1"), Some(b"new".to_vec()));
+            assert_eq!(get(db, b, b"k1"), Some(b"new".to_vec()));
+            assert_eq!(get(db, b, b"k2"), None);
+            assert_eq!(get(db, b, b"k3"), Some(b"old".to_vec()));
+            // The range touched family `a` only.
+            assert_eq!(
+                keys(db.iter(&ReadOptions::default()).expect("iter")).len(),
+                4
+            );
+
+            // A batch naming a dropped family is refused whole.
+            db.drop_cf("b").expect("drop b");
+            let mut stale = WriteBatch::new();
+            stale.put_cf(a, b"k7", b"x");
+            stale.delete_range_cf(b, b"a", b"a");
+            assert!(matches!(
+                db.write(&w, &stale),
+                Err(Error::InvalidArgument(_))
+            ));
+            assert_eq!(get(db, a, b"k7"), None);
+        }
+    }
+
+    #[test]
+    fn a_snapshot_covers_every_family() {
+        let (_d, db) = open_tmp(false);
+        let db = db.as_ref();
+        let w = WriteOptions::default();
+        let a = db.create_cf("a").expect("create a");
+        let b = db.create_cf("b").expect("create b");
+        db.put_cf(&w, a, b"before", b"1").expect("put");
+        let snap = db.snapshot().expect("snapshot");
+        db.put_cf(&w, a, b"x", b"1").expect("put");
+        let mut batch = WriteBatch::new();
+        batch.put_cf(b, b"x", b"2");
+        batch.delete_cf(a, b"before");
+        db.write(&w, &batch).expect("write");
+        let c = db.create_cf("c").expect("create c");
+        db.put_cf(&w, c, b"x", b"3").expect("put");
+        let at = ReadOptions::default().with_snapshot(&snap);
+        for cf in [a, b, c] {
+            assert_eq!(db.get_cf(&at, cf, b"x").expect("get"), None);
+        }
+        assert_eq!(
+            db.get_cf(&at, a, b"before").expect("get"),
+            Some(b"1".to_vec())
+        );
+        assert_eq!(
+            keys(db.iter_cf(&at, b).expect("iter")),
+            Vec::<Vec<u8>>::new()
+        );
+        assert_eq!(
+            keys(db.iter_cf(&at, a).expect("iter")),
+            [b"before".to_vec()]
+        );
+        assert_eq!(get(db, b, b"x"), Some(b"2".to_vec()));
+        assert_eq!(get(db, a, b"before"), None);
+    }
+
+    #[test]
+    fn drop_recreate_and_reopen() {
+        for blob in [false, true] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let w = WriteOptions::default();
+            let big = vec![b'v'; 5000];
+            {
+                let db = open(dir.path(), &EngineOptions::default(), blob).expect("open");
+                let a = db.create_cf("a").expect("create a");
+                let gone = db.create_cf("gone").expect("create gone");
+                let long = "n".repeat(255);
+                let l = db.create_cf(&long).expect("a 255-byte name");
+                db.put_cf(&w, a, b"k", &big).expect("put");
+                db.put_cf(&w, l, b"k", b"long").expect("put");
+                db.put(&w, b"k", b"default").expect("put");
+                // Journalled only (no flush): the reopen must not replay it
+                // into the family created again under the same name.
+                db.put_cf(&w, gone, b"k", b"old").expect("put");
+                let it = db.iter_cf(&ReadOptions::default(), gone).expect("iter");
+                db.drop_cf("gone").expect("drop");
+                // An iterator taken before the drop still reads its view.
+                assert_eq!(keys(it), [b"k".to_vec()]);
+                for r in [
+                    db.get_cf(&ReadOptions::default(), gone, b"k").map(|_| ()),
+                    db.put_cf(&w, gone, b"k", b"v"),
+                    db.delete_cf(&w, gone, b"k"),
+                    db.iter_cf(&ReadOptions::default(), gone).map(|_| ()),
+                ] {
+                    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+                }
+                assert!(matches!(db.drop_cf("gone"), Err(Error::InvalidArgument(_))));
+                assert!(matches!(
+                    db.drop_cf("default"),
+                    Err(Error::InvalidArgument(_))
+                ));
+                let again = db.create_cf("gone").expect("create again");
+                assert_ne!(again, gone);
+                assert_eq!(get(db.as_ref(), again, b"k"), None);
+                assert!(db.get_cf(&ReadOptions::default(), gone, b"k").is_err());
+                db.drop_cf("gone").expect("drop");
+                let again = db.create_cf("gone").expect("create a third time");
+                db.put_cf(&w, again, b"k2", b"new").expect("put");
+                db.flush().expect("flush");
+            }
+            let db = open(dir.path(), &EngineOptions::default(), blob).expect("reopen");
+            let long = "n".repeat(255);
+            assert_eq!(db.cf_names(), ["a", "default", "gone", long.as_str()]);
+            let a = db.cf_handle("a").expect("a after reopen");
+            let gone = db.cf_handle("gone").expect("gone after reopen");
+            let l = db.cf_handle(&long).expect("long after reopen");
+            assert_eq!(get(db.as_ref(), a, b"k"), Some(big.clone()));
+            assert_eq!(get(db.as_ref(), l, b"k"), Some(b"long".to_vec()));
+            assert_eq!(
+                get(db.as_ref(), Cf::DEFAULT, b"k"),
+                Some(b"default".to_vec())
+            );
+            assert_eq!(
+                keys(db.iter_cf(&ReadOptions::default(), gone).expect("iter")),
+                [b"k2".to_vec()]
+            );
+            // A family created after the reopen gets a handle no earlier
+            // family has.
+            let c = db.create_cf("c").expect("create c");
+            assert!(![a, gone, l, Cf::DEFAULT].contains(&c));
+            drop(db);
+            // The other variant refuses the database, families included.
+            assert!(open(dir.path(), &EngineOptions::default(), !blob).is_err());
+        }
     }
 }

@@ -4,6 +4,13 @@
 //! heed's cursor types borrow the transaction, and the iterator must own
 //! both; this module holds the one self-referential `unsafe` of the adapter.
 //!
+//! The default family's database (LMDB's unnamed one) also holds the
+//! records of the families' named databases, in the key range the adapter
+//! reserves for them ([`super::FAMILY_PREFIX`]); an iterator over it steps
+//! over that range. An iterator over another family holds the family and
+//! checks, under its lock, that it was not dropped before each cursor move
+//! (a dropped family's LMDB handle is closed and may be reused).
+//!
 //! A [`LmdbSnapshot`] is a read transaction shared by every read that names
 //! it. LMDB lets a read-only transaction of an `MDB_NOTLS` environment span
 //! threads "if the user synchronizes its use", so every use (a point read,
@@ -15,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use heed::types::Bytes;
 use heed::{Database, Env, RoRange, RoRevRange, RoTxn, WithoutTls};
 
-use super::{map_err_in, MAX_KEY_SIZE};
+use super::{map_err_in, Family, FAMILY_PREFIX, FAMILY_PREFIX_END, MAX_KEY_SIZE};
 use crate::{DbIterator, Error, ReadOptions, Result};
 
 type Entry = (&'static [u8], &'static [u8]);
@@ -29,6 +36,9 @@ enum Cursor {
 pub(super) struct LmdbSnapshot {
     txn: RoTxn<'static, WithoutTls>,
     lock: Mutex<()>,
+    /// The adapter's family epoch when the transaction began: a family
+    /// created later (epoch above this) is empty in this snapshot.
+    pub(super) epoch: u64,
 }
 
 // SAFETY: the transaction belongs to an MDB_NOTLS environment, so it may be
@@ -37,10 +47,13 @@ pub(super) struct LmdbSnapshot {
 unsafe impl Sync for LmdbSnapshot {}
 
 impl LmdbSnapshot {
-    pub(super) fn begin(env: &Env<WithoutTls>) -> heed::Result<LmdbSnapshot> {
+    /// Begins the snapshot; `epoch` must be read before the transaction
+    /// begins (see [`super::Family::created`]).
+    pub(super) fn begin(env: &Env<WithoutTls>, epoch: u64) -> heed::Result<LmdbSnapshot> {
         Ok(LmdbSnapshot {
             txn: env.clone().static_read_txn()?,
             lock: Mutex::new(()),
+            epoch,
         })
     }
 
@@ -76,6 +89,11 @@ pub(super) struct LmdbIter<'a> {
     err: Option<Error>,
     /// Names the data file in errors.
     env: &'a Env<WithoutTls>,
+    /// Whether this is the default family's database, whose reserved range
+    /// of family records is stepped over.
+    hole: bool,
+    /// The family read, for another family than the default.
+    family: Option<Arc<Family>>,
 }
 
 // SAFETY: the environment is opened with MDB_NOTLS (heed's `WithoutTls`),
@@ -86,9 +104,11 @@ pub(super) struct LmdbIter<'a> {
 unsafe impl Send for LmdbIter<'_> {}
 
 impl<'a> LmdbIter<'a> {
+    /// A cursor over `family`, or over the default family if `None`.
     pub(super) fn new(
         env: &'a Env<WithoutTls>,
         db: Database<'static, Bytes, Bytes>,
+        family: Option<Arc<Family>>,
         ro: &ReadOptions,
         snapshot: Option<Arc<LmdbSnapshot>>,
     ) -> Result<Self> {
@@ -109,6 +129,8 @@ impl<'a> LmdbIter<'a> {
             upper: ro.iterate_upper_bound.clone(),
             err: None,
             env,
+            hole: family.is_none(),
+            family,
         })
     }
 
@@ -153,9 +175,32 @@ impl<'a> LmdbIter<'a> {
         self.err = Some(map_err_in(self.env.path(), "iterator", e));
     }
 
-    fn forward(&mut self, start: Bound<Vec<u8>>) {
+    /// Runs `f` holding the shared snapshot's mutex and, for a family, its
+    /// lock, having checked that it was not dropped (then the cursor ends
+    /// with an error naming it).
+    fn exclusively(&mut self, f: impl FnOnce(&mut Self)) {
+        // The family's lock before the snapshot's, in the order point
+        // reads take them.
+        let family = self.family.clone();
+        let live = family.as_ref().map(|f| f.live());
         let shared = self.exclusive();
         let _g = shared.as_ref().map(|s| lock(&s.lock));
+        if live.as_ref().is_some_and(|l| !**l) {
+            self.cursor = None;
+            self.cur = None;
+            if let Some(f) = &family {
+                self.err = Some(f.dropped());
+            }
+            return;
+        }
+        f(self)
+    }
+
+    fn forward(&mut self, start: Bound<Vec<u8>>) {
+        self.exclusively(|it| it.open_forward(start));
+    }
+
+    fn open_forward(&mut self, start: Bound<Vec<u8>>) {
         self.cursor = None;
         self.cur = None;
         self.err = None;
@@ -177,8 +222,10 @@ impl<'a> LmdbIter<'a> {
     }
 
     fn backward(&mut self, end: Bound<Vec<u8>>) {
-        let shared = self.exclusive();
-        let _g = shared.as_ref().map(|s| lock(&s.lock));
+        self.exclusively(|it| it.open_backward(end));
+    }
+
+    fn open_backward(&mut self, end: Bound<Vec<u8>>) {
         self.cursor = None;
         self.cur = None;
         self.err = None;
@@ -201,9 +248,7 @@ impl<'a> LmdbIter<'a> {
 
     /// Advances the current cursor in its direction.
     fn step(&mut self) {
-        let shared = self.exclusive();
-        let _g = shared.as_ref().map(|s| lock(&s.lock));
-        self.advance();
+        self.exclusively(|it| it.advance());
     }
 
     fn advance(&mut self) {
@@ -213,6 +258,15 @@ impl<'a> LmdbIter<'a> {
             None => None,
         };
         match next {
+            // The family records: jump past them, the way the cursor runs.
+            Some(Ok((k, _))) if self.hole && k.starts_with(FAMILY_PREFIX.as_bytes()) => {
+                match self.cursor {
+                    Some(Cursor::Fwd(_)) => {
+                        self.open_forward(Bound::Included(FAMILY_PREFIX_END.to_vec()))
+                    }
+                    _ => self.open_backward(Bound::Excluded(FAMILY_PREFIX.as_bytes().to_vec())),
+                }
+            }
             Some(Ok(kv)) => self.cur = Some(kv),
             Some(Err(e)) => self.fail(e),
             None => {

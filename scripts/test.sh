@@ -66,9 +66,8 @@ cargo test --release --workspace "${feature_args[@]}"
 # The rocksdb_api examples (compat/examples/): each body runs on the rocksdb
 # crate itself and, through the facade, on every compiled-in engine that
 # iterates (not null, which stores nothing, nor Sparkey, a hash store with
-# no ordered iteration). `entities` uses column families beyond `default`,
-# so it runs on the facade only once the adapters have them.
-facade_examples=(prefix_scan snapshot_export)
+# no ordered iteration).
+facade_examples=(entities prefix_scan snapshot_export)
 crate_examples=(prefix_scan snapshot_export entities)
 example_engines=(vmemkv)
 if [[ "$rivals" != 0 ]]; then

@@ -44,7 +44,11 @@ fn vmemkv_file(name: &str) -> bool {
         .strip_prefix("CHECKPOINT-")
         .and_then(|s| s.strip_suffix(".t1"))
         .is_some_and(|d| digits(d) && d.parse::<u64>().is_ok());
-    matches!(base, "LOCK" | "LOG" | "LOG.old" | "MANIFEST" | "LOGEND") || segment || snapshot
+    matches!(
+        base,
+        "LOCK" | "LOG" | "LOG.old" | "MANIFEST" | "LOGEND" | "APPMETA"
+    ) || segment
+        || snapshot
 }
 
 /// fjall's top-level files (`db.rs`, `file.rs`): `lock`, `version`, the

@@ -51,6 +51,21 @@ impl Db {
         &self.inner.dir
     }
 
+    /// The application's metadata blob (file `APPMETA`), `None` if none
+    /// was ever stored; `Corruption` naming the file when it fails its
+    /// checksum.
+    pub fn app_meta(&self) -> Result<Option<Vec<u8>>> {
+        crate::appmeta::read(&self.inner.dir)
+    }
+
+    /// Replaces the application's metadata blob atomically and durably
+    /// (temp file, fsync, rename, directory fsync). It lives outside the
+    /// keyspace and the log, so it is not ordered with writes: write what
+    /// it describes first, or make its readers tolerate either order.
+    pub fn set_app_meta(&self, blob: &[u8]) -> Result<()> {
+        crate::appmeta::write(&self.inner.dir, blob)
+    }
+
     /// The options the database was opened with.
     pub fn options(&self) -> &Options {
         &self.inner.opts

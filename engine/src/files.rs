@@ -12,6 +12,8 @@ pub(crate) const LOG: &str = "LOG";
 pub(crate) const LOG_OLD: &str = "LOG.old";
 /// How far the acknowledged log reaches (`t2::durable`).
 pub(crate) const LOGEND: &str = "LOGEND";
+/// The application's metadata blob (`appmeta.rs`).
+pub(crate) const APP_META: &str = "APPMETA";
 /// Suffix of a file being written to replace another atomically.
 pub(crate) const TMP_SUFFIX: &str = ".tmp";
 
@@ -46,7 +48,7 @@ pub(crate) fn parse_snapshot(name: &str) -> Option<u64> {
 /// Whether `name` is a file this engine creates.
 pub fn is_own_file(name: &str) -> bool {
     let base = name.strip_suffix(TMP_SUFFIX).unwrap_or(name);
-    matches!(base, LOCK | LOG | LOG_OLD | MANIFEST | LOGEND)
+    matches!(base, LOCK | LOG | LOG_OLD | MANIFEST | LOGEND | APP_META)
         || parse_segment(base).is_some()
         || parse_snapshot(base).is_some()
 }

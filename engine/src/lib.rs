@@ -13,6 +13,7 @@
 // `statistics`); the shared state `state`; T1, T2 and leaf helpers.
 // Every module is private: the public API is the `pub use` list below.
 mod apply;
+mod appmeta;
 mod batch;
 mod bgerror;
 mod checkpoint;

@@ -34,11 +34,12 @@
 //! Each family is a one-byte key prefix in the engine's one keyspace
 //! (layout in the private `keys` module, and design.md §12): a batch
 //! across families is one engine batch and a snapshot one engine
-//! snapshot. `create_cf` and `drop_cf` write the catalog with a synced
-//! batch; `drop_cf` tombstones the family's keys in the same batch. A
-//! database holds up to 254 families besides `default`. The adapter
-//! opens only databases it wrote (they carry its layout marker); a
-//! non-empty database without it is refused, never misread.
+//! snapshot. The catalog of families is the engine's application metadata
+//! file (`APPMETA`), replaced atomically; `drop_cf` rewrites it, then
+//! tombstones the family's keys with a synced batch. A database holds up to
+//! 254 families besides `default`. The adapter opens only databases it
+//! wrote (they have the catalog); a non-empty database without one is
+//! refused, never misread.
 
 mod keys;
 
@@ -158,53 +159,44 @@ pub fn open(path: &Path, opts: &EngineOptions) -> Result<Box<dyn Db>> {
     }))
 }
 
-/// Checks the layout marker (writing it into an empty database) and opens
-/// every family in the catalog. Returns the slots no family holds.
+/// Reads the catalog (writing an empty one into an empty database), opens
+/// every family in it, and removes keys left in a slot no family holds (a
+/// `drop_cf` cut short after its catalog write). Returns the free slots.
 fn load_catalog(db: &vmemkv::Db, path: &str, families: &Families<u8>) -> Result<Vec<u8>> {
-    match db.get(keys::FORMAT_KEY).map_err(map_err)? {
-        Some(v) if v == keys::FORMAT_VALUE => {}
-        Some(v) => {
-            return Err(Error::Corruption(format!(
-                "{path}: the column family layout marker reads {:?}, not {:?}",
-                String::from_utf8_lossy(&v),
-                String::from_utf8_lossy(keys::FORMAT_VALUE)
-            )))
-        }
+    let catalog = match db.app_meta().map_err(map_err)? {
+        Some(blob) => keys::decode_catalog(path, &blob)?,
         None => {
             let mut it = db.iter(vmemkv::Bounds::all());
             it.seek_to_first();
             it.status().map_err(map_err)?;
             if it.valid() {
                 return Err(Error::InvalidArgument(format!(
-                    "{path} holds keys but not the compat layer's column family layout (key {:?}): \
-                     it was written through the engine's own API; open it with vmemkv::Db",
-                    keys::FORMAT_KEY
+                    "{path} holds keys but no column family catalog (APPMETA): it was written \
+                     through the engine's own API; open it with vmemkv::Db"
                 )));
             }
-            let wo = vmemkv::WriteOptions {
-                sync: true,
-                disable_wal: false,
-            };
-            db.put_opt(&wo, keys::FORMAT_KEY, keys::FORMAT_VALUE)
+            db.set_app_meta(&keys::encode_catalog(&[]))
                 .map_err(map_err)?;
+            Vec::new()
         }
-    }
+    };
     let mut free: Vec<u8> = keys::SLOTS.collect();
-    let bounds = vmemkv::Bounds::new(Some(keys::CATALOG_PREFIX), Some(keys::CATALOG_END));
-    let mut it = db.iter(bounds);
-    it.seek_to_first();
-    while it.valid() {
-        let (name, slot) = keys::catalog_entry(path, it.key(), it.value())?;
-        if !free.contains(&slot) {
-            return Err(Error::Corruption(format!(
-                "{path}: column family catalog gives slot {slot} to {name:?} and to another family"
-            )));
-        }
+    for (name, slot) in catalog {
         free.retain(|s| *s != slot);
         families.add(&name, slot)?;
-        it.next();
     }
-    it.status().map_err(map_err)?;
+    for &slot in &free {
+        let (lo, hi) = keys::whole(slot);
+        let mut it = db.iter(vmemkv::Bounds::new(Some(&lo), Some(&hi)));
+        it.seek_to_first();
+        it.status().map_err(map_err)?;
+        if it.valid() {
+            drop(it);
+            let mut b = vmemkv::WriteBatch::new();
+            b.delete_range(&lo, &hi);
+            db.write(&SYNC, &b).map_err(map_err)?;
+        }
+    }
     Ok(free)
 }
 
@@ -248,6 +240,16 @@ impl VmemkvDb {
         } else {
             self.families.get(cf)
         }
+    }
+
+    /// Every family but `default`, with its slot.
+    fn catalog(&self) -> Vec<(String, u8)> {
+        self.families
+            .all()
+            .into_iter()
+            .filter(|(cf, _, _)| !cf.is_default())
+            .map(|(_, name, slot)| (name, slot))
+            .collect()
     }
 
     fn free_slots(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
@@ -386,13 +388,17 @@ impl Db for VmemkvDb {
                 self.path
             )));
         };
-        // Keys a writer left through a handle of a family dropped earlier
-        // in this slot go with the same record that hands the slot out.
+        // Keys that a writer holding a handle of a family dropped earlier
+        // in this slot may have left go before the slot is handed out.
         let (lo, hi) = keys::whole(slot);
         let mut b = vmemkv::WriteBatch::new();
         b.delete_range(&lo, &hi);
-        b.put(&keys::catalog_key(name), &[slot]);
         self.db.write(&SYNC, &b).map_err(map_err)?;
+        let mut catalog = self.catalog();
+        catalog.push((name.to_string(), slot));
+        self.db
+            .set_app_meta(&keys::encode_catalog(&catalog))
+            .map_err(map_err)?;
         free.remove(0);
         self.families.add(name, slot)
     }
@@ -400,12 +406,21 @@ impl Db for VmemkvDb {
     fn drop_cf(&self, name: &str) -> Result<()> {
         let mut free = self.free_slots();
         let (cf, slot) = self.families.for_drop(name)?;
+        // The catalog first: once it no longer names the family, its keys
+        // are unreachable, and an open that finds them removes them.
+        let catalog: Vec<_> = self
+            .catalog()
+            .into_iter()
+            .filter(|(_, s)| *s != slot)
+            .collect();
+        self.db
+            .set_app_meta(&keys::encode_catalog(&catalog))
+            .map_err(map_err)?;
+        self.families.remove(cf);
         let (lo, hi) = keys::whole(slot);
         let mut b = vmemkv::WriteBatch::new();
-        b.delete(&keys::catalog_key(name));
         b.delete_range(&lo, &hi);
         self.db.write(&SYNC, &b).map_err(map_err)?;
-        self.families.remove(cf);
         // Taken last, so that a handle still in use elsewhere writes into a
         // slot nobody reads for as long as possible.
         free.push(slot);
@@ -830,7 +845,7 @@ mod tests {
     }
 
     #[test]
-    fn a_database_without_the_layout_marker_is_refused() -> Result<()> {
+    fn a_database_without_the_catalog_is_refused_and_a_damaged_one_is_corruption() -> Result<()> {
         let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
         {
             let native =
@@ -838,16 +853,36 @@ mod tests {
             native.put(b"raw", b"1").map_err(map_err)?;
         }
         let err = crate::open(EngineKind::Vmemkv, dir.path(), &EngineOptions::default());
-        assert!(matches!(err, Err(Error::InvalidArgument(m)) if m.contains("layout")));
+        assert!(matches!(err, Err(Error::InvalidArgument(m)) if m.contains("catalog")));
+        {
+            let native =
+                vmemkv::Db::open(dir.path(), vmemkv::Options::default()).map_err(map_err)?;
+            native.set_app_meta(b"families-9").map_err(map_err)?;
+        }
+        let err = crate::open(EngineKind::Vmemkv, dir.path(), &EngineOptions::default());
+        assert!(matches!(err, Err(Error::Corruption(m)) if m.contains("APPMETA")));
+        // A drop cut short after its catalog write leaves keys in a slot no
+        // family holds; the next open removes them before the slot is
+        // handed out again.
+        let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        {
+            let db = open_tmp(dir.path());
+            let cf = db.create_cf("a")?;
+            db.put_cf(&WriteOptions::default(), cf, b"k", b"v")?;
+        }
         {
             let native =
                 vmemkv::Db::open(dir.path(), vmemkv::Options::default()).map_err(map_err)?;
             native
-                .put(keys::FORMAT_KEY, b"families-9")
+                .set_app_meta(&keys::encode_catalog(&[]))
                 .map_err(map_err)?;
+            assert!(native.get(b"\x01k").map_err(map_err)?.is_some());
         }
-        let err = crate::open(EngineKind::Vmemkv, dir.path(), &EngineOptions::default());
-        assert!(matches!(err, Err(Error::Corruption(m)) if m.contains("families-9")));
+        {
+            let _db = open_tmp(dir.path());
+        }
+        let native = vmemkv::Db::open(dir.path(), vmemkv::Options::default()).map_err(map_err)?;
+        assert_eq!(native.get(b"\x01k").map_err(map_err)?, None);
         Ok(())
     }
 }

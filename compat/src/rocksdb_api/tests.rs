@@ -355,7 +355,6 @@ fn errors_have_the_crate_shape() {
 // ---- families beyond `default` (need the adapters' family support) ----
 
 #[test]
-#[ignore = "needs adapter families"]
 fn families_create_write_read_and_drop() {
     for kind in engines() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -443,7 +442,6 @@ fn families_create_write_read_and_drop() {
 }
 
 #[test]
-#[ignore = "needs adapter families"]
 fn open_cf_follows_rocksdb_rules() {
     for kind in engines() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -1,22 +1,26 @@
 //! How the vmemkv adapter lays column families over the engine's one
 //! ordered keyspace: every stored key starts with one byte, the family's
-//! slot, and the adapter's own records sit under slot 0.
+//! slot; the catalog of families lives outside the keyspace, in the
+//! engine's application metadata file (`APPMETA`).
 //!
 //! ```text
 //! stored key                      value
-//! [0x00] b"cf:" name              [slot]: the family catalog
-//! [0x00] b"format"                b"families-1": the layout marker
 //! [slot] user key                 a value of the family in `slot` (1..=0xFE)
 //! [0xFF] user key                 a value of `default`
+//!
+//! APPMETA blob: b"families-1", then per family: slot (u8), name length
+//! (u8), name (UTF-8)
 //! ```
 //!
 //! One keyspace keeps a batch across families one engine batch (one log
 //! record, atomic by the engine's own protocol) and a snapshot one engine
 //! snapshot. `default` sits at the top, so its cursors need only a lower
 //! bound, and the engine's cursor steps forward with no bound compare
-//! (`Iter::toward_bound_ok`). The byte costs one key byte per entry; T1
-//! stores each sorted region's common prefix once, so a byte shared by a
-//! region's keys costs nothing in its search.
+//! (`Iter::toward_bound_ok`). T1 stores each sorted region's common key
+//! prefix once, so the byte that all of a region's keys share costs its
+//! search nothing; that is also why the catalog is not kept under a slot of
+//! its own: its keys would share a region with `default`'s first keys and
+//! leave that region no common prefix.
 
 use crate::error::{Error, Result};
 
@@ -24,14 +28,8 @@ use crate::error::{Error, Result};
 pub(super) const DEFAULT_SLOT: u8 = 0xFF;
 /// The smallest and largest slots another family may take.
 pub(super) const SLOTS: std::ops::RangeInclusive<u8> = 1..=0xFE;
-/// The layout marker's key; a database without it holds no adapter data.
-pub(super) const FORMAT_KEY: &[u8] = b"\x00format";
-/// The layout marker's value.
-pub(super) const FORMAT_VALUE: &[u8] = b"families-1";
-/// The catalog's key prefix; a catalog key is this, then the family name.
-pub(super) const CATALOG_PREFIX: &[u8] = b"\x00cf:";
-/// The first key past the catalog.
-pub(super) const CATALOG_END: &[u8] = b"\x00cf;";
+/// The catalog blob's first bytes.
+pub(super) const CATALOG_MAGIC: &[u8] = b"families-1";
 
 /// Keys up to this length are prefixed on the stack.
 const INLINE: usize = 128;
@@ -113,29 +111,47 @@ pub(super) fn user_key(stored: &[u8]) -> &[u8] {
     stored.get(1..).unwrap_or_default()
 }
 
-/// The catalog key of family `name`.
-pub(super) fn catalog_key(name: &str) -> Vec<u8> {
-    let mut k = CATALOG_PREFIX.to_vec();
-    k.extend_from_slice(name.as_bytes());
-    k
+/// Encodes the catalog: every family but `default`, with its slot.
+pub(super) fn encode_catalog(families: &[(String, u8)]) -> Vec<u8> {
+    let mut out = CATALOG_MAGIC.to_vec();
+    for (name, slot) in families {
+        out.push(*slot);
+        // `check_family_name` keeps names within 255 bytes.
+        out.push(name.len() as u8);
+        out.extend_from_slice(name.as_bytes());
+    }
+    out
 }
 
-/// Decodes one catalog entry into the family's name and slot, naming the
-/// entry when it is malformed (the catalog is read from disk).
-pub(super) fn catalog_entry(path: &str, key: &[u8], value: &[u8]) -> Result<(String, u8)> {
-    let bad = |what: &str| {
+/// Decodes the catalog, naming the file and offset of what is malformed
+/// (it is read from disk).
+pub(super) fn decode_catalog(path: &str, blob: &[u8]) -> Result<Vec<(String, u8)>> {
+    let bad = |off: usize, what: &str| {
         Error::Corruption(format!(
-            "{path}: column family catalog entry {key:?} {what}"
+            "{path}/APPMETA: column family catalog {what} at offset {off}"
         ))
     };
-    let name = key
-        .strip_prefix(CATALOG_PREFIX)
-        .ok_or_else(|| bad("lies outside the catalog"))?;
-    let name = std::str::from_utf8(name).map_err(|_| bad("has a name that is not UTF-8"))?;
-    match value {
-        [slot] if SLOTS.contains(slot) => Ok((name.to_string(), *slot)),
-        _ => Err(bad("holds no valid slot")),
+    let mut rest = blob
+        .strip_prefix(CATALOG_MAGIC)
+        .ok_or_else(|| bad(0, "lacks its header"))?;
+    let mut out: Vec<(String, u8)> = Vec::new();
+    while let [slot, len, tail @ ..] = rest {
+        let off = blob.len() - rest.len();
+        let name = tail
+            .get(..*len as usize)
+            .ok_or_else(|| bad(off, "ends inside a name"))?;
+        let name =
+            std::str::from_utf8(name).map_err(|_| bad(off, "holds a name that is not UTF-8"))?;
+        if !SLOTS.contains(slot) || out.iter().any(|(n, s)| s == slot || n == name) {
+            return Err(bad(off, "repeats a family or holds an invalid slot"));
+        }
+        out.push((name.to_string(), *slot));
+        rest = &tail[*len as usize..];
     }
+    if !rest.is_empty() {
+        return Err(bad(blob.len() - rest.len(), "ends inside an entry"));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -163,24 +179,27 @@ mod tests {
             (vec![0xFE, b'a'], Some(vec![0xFF]))
         );
         assert_eq!(bounds(2, None, Some(b"z")), (vec![2], Some(vec![2, b'z'])));
-        assert!(CATALOG_PREFIX < CATALOG_END && FORMAT_KEY > CATALOG_END);
-        // The adapter's own records sit below every family.
-        assert_eq!((FORMAT_KEY[0], CATALOG_PREFIX[0]), (0, 0));
         assert_eq!(*SLOTS.start(), 1);
     }
 
     #[test]
-    fn malformed_catalog_entries_are_corruption() {
-        let k = catalog_key("users");
-        assert_eq!(
-            catalog_entry("db", &k, &[3]).ok(),
-            Some(("users".into(), 3))
-        );
-        for v in [&[][..], &[0], &[DEFAULT_SLOT], &[1, 2]] {
+    fn the_catalog_round_trips_and_damage_is_corruption() {
+        let fams = vec![("users".to_string(), 1), ("x".repeat(255), 0xFE)];
+        let blob = encode_catalog(&fams);
+        assert_eq!(decode_catalog("db", &blob).ok(), Some(fams.clone()));
+        assert_eq!(decode_catalog("db", CATALOG_MAGIC).ok(), Some(vec![]));
+        let dup = encode_catalog(&[("a".into(), 1), ("b".into(), 1)]);
+        let bad_slot = encode_catalog(&[("a".into(), DEFAULT_SLOT)]);
+        for b in [
+            &blob[..blob.len() - 1],
+            &blob[1..],
+            &dup,
+            &bad_slot,
+            b"families-1\x01",
+        ] {
             assert!(
-                matches!(catalog_entry("db", &k, v), Err(Error::Corruption(m)) if m.contains("db"))
+                matches!(decode_catalog("db", b), Err(Error::Corruption(m)) if m.contains("db/APPMETA"))
             );
         }
-        assert!(catalog_entry("db", b"\x00cf:\xFF", &[1]).is_err());
     }
 }

@@ -345,6 +345,9 @@ fn do_write(p: &Params, db: &dyn Db, t: &mut ThreadState, mode: WriteMode) -> Re
     }
 }
 
+// Each instance its own function, as `do_write` was before families: the
+// one-family fill compiles to the code it had then.
+#[inline(never)]
 fn do_write_in<R: Route>(
     p: &Params,
     db: &dyn Db,

@@ -15,6 +15,7 @@ use crate::dbdir::{destroy_db, destroy_wal_dir, marker_path, RunLock};
 use crate::dbstats::{self, Counters, CountingDb, Figures};
 use crate::engines::harness_test::HarnessTestDb;
 use crate::error::{BenchError, Result};
+use crate::families::ColumnFamilies;
 use crate::keys::{KeyGen, ValueSizeDist};
 use crate::monitor::{run_injector, run_reporter, Injection, StopSignal, Timeline};
 use crate::output;
@@ -33,6 +34,8 @@ enum Plan {
 pub struct Benchmark {
     cfg: Config,
     db: Option<Box<dyn Db>>,
+    /// The families of `db` with `--num_column_families` > 1.
+    families: Option<ColumnFamilies>,
     seed_base: u64,
     total_thread_count: u64,
     engine_version: String,
@@ -121,6 +124,7 @@ impl Benchmark {
         Benchmark {
             cfg,
             db: None,
+            families: None,
             seed_base: 0,
             total_thread_count: 0,
             engine_version: String::new(),
@@ -137,6 +141,7 @@ impl Benchmark {
     }
 
     fn open(&mut self) -> Result<()> {
+        self.families = None;
         self.db = None;
         let db: Box<dyn Db> = match self.cfg.engine {
             EngineChoice::HarnessTest => Box::new(
@@ -209,6 +214,12 @@ impl Benchmark {
                 }
             }
         }
+        // Before any benchmark: an engine without families is refused here,
+        // naming the flag and the engine's reason.
+        self.families = match &self.cfg.families {
+            Some(c) => Some(ColumnFamilies::open(db.as_ref(), c)?),
+            None => None,
+        };
         self.opened_at = Instant::now();
         self.last_figures = Figures::default();
         self.db = Some(db);
@@ -224,6 +235,7 @@ impl Benchmark {
     }
 
     fn destroy(&mut self) -> Result<()> {
+        self.families = None;
         self.db = None;
         if self.cfg.engine == EngineChoice::HarnessTest {
             return Ok(());
@@ -349,6 +361,7 @@ impl Benchmark {
                 ..ReadOptions::default()
             },
             seed_base: self.seed_base,
+            families: self.families.as_ref(),
         };
         let mut threads = cfg.threads;
         match name {

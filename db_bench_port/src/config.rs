@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use vmemkv_compat::EngineKind;
 
 use crate::error::{BenchError, Result};
+use crate::families::CfConfig;
 use crate::flags::{classify, is_forwarded_to_rocksdb, FlagClass, Flags};
 use crate::keys::ValueSizeDist;
 
@@ -195,6 +196,8 @@ pub struct Config {
     pub extra: BTreeMap<String, String>,
     /// One line per explicitly set flag that cannot be honoured.
     pub warnings: Vec<String>,
+    /// `--num_column_families` and its companions; `None` for one family.
+    pub families: Option<CfConfig>,
 }
 
 fn parse_secs(flag: &str, v: &str) -> Result<Vec<f64>> {
@@ -311,6 +314,7 @@ impl Config {
                     .to_string(),
             );
         }
+        let families = CfConfig::from_flags(&flags)?;
         let json = Some(flags.str("json"))
             .filter(|s| !s.is_empty())
             .map(PathBuf::from);
@@ -376,6 +380,7 @@ impl Config {
             injections,
             extra,
             warnings,
+            families,
             flags,
         })
     }

@@ -21,7 +21,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use vmemkv_compat::{
-    BatchOp, Db, DbIterator, Limits, MultiScan, MultiScanArgs, ReadOptions, Result, Snapshot,
+    BatchOp, Cf, Db, DbIterator, Limits, MultiScan, MultiScanArgs, ReadOptions, Result, Snapshot,
     WriteBatch, WriteOptions,
 };
 
@@ -266,6 +266,55 @@ impl DbIterator for CountingIter<'_> {
     }
 }
 
+impl CountingDb {
+    fn counted_get(
+        &self,
+        out: &mut Vec<u8>,
+        get: impl FnOnce(&mut Vec<u8>) -> Result<bool>,
+    ) -> Result<bool> {
+        let t0 = self.counters.start();
+        let r = get(out);
+        self.counters.record(Lat::Get, t0);
+        self.counters.add(Ctr::Gets, 1);
+        if let Ok(true) = r {
+            self.counters.add(Ctr::GetBytes, out.len() as u64);
+        }
+        r
+    }
+
+    fn counted_get_owned(
+        &self,
+        get: impl FnOnce() -> Result<Option<Vec<u8>>>,
+    ) -> Result<Option<Vec<u8>>> {
+        let t0 = self.counters.start();
+        let r = get();
+        self.counters.record(Lat::Get, t0);
+        self.counters.add(Ctr::Gets, 1);
+        if let Ok(Some(v)) = &r {
+            self.counters.add(Ctr::GetBytes, v.len() as u64);
+        }
+        r
+    }
+
+    fn counted_multi_get(
+        &self,
+        keys: usize,
+        get: impl FnOnce() -> Vec<Result<Option<Vec<u8>>>>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let t0 = self.counters.start();
+        let r = get();
+        self.counters.record(Lat::MultiGet, t0);
+        let c = &self.counters;
+        c.add(Ctr::MultiGets, 1);
+        c.add(Ctr::MultiGetKeys, keys as u64);
+        for v in r.iter().flatten().flatten() {
+            c.add(Ctr::MultiGetFound, 1);
+            c.add(Ctr::MultiGetBytes, v.len() as u64);
+        }
+        r
+    }
+}
+
 impl Db for CountingDb {
     fn name(&self) -> &'static str {
         self.inner.name()
@@ -278,37 +327,13 @@ impl Db for CountingDb {
     }
 
     fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        let t0 = self.counters.start();
-        let r = self.inner.get_into(opts, key, out);
-        self.counters.record(Lat::Get, t0);
-        self.counters.add(Ctr::Gets, 1);
-        if let Ok(true) = r {
-            self.counters.add(Ctr::GetBytes, out.len() as u64);
-        }
-        r
+        self.counted_get(out, |out| self.inner.get_into(opts, key, out))
     }
     fn get(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let t0 = self.counters.start();
-        let r = self.inner.get(opts, key);
-        self.counters.record(Lat::Get, t0);
-        self.counters.add(Ctr::Gets, 1);
-        if let Ok(Some(v)) = &r {
-            self.counters.add(Ctr::GetBytes, v.len() as u64);
-        }
-        r
+        self.counted_get_owned(|| self.inner.get(opts, key))
     }
     fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
-        let t0 = self.counters.start();
-        let r = self.inner.multi_get(opts, keys);
-        self.counters.record(Lat::MultiGet, t0);
-        let c = &self.counters;
-        c.add(Ctr::MultiGets, 1);
-        c.add(Ctr::MultiGetKeys, keys.len() as u64);
-        for v in r.iter().flatten().flatten() {
-            c.add(Ctr::MultiGetFound, 1);
-            c.add(Ctr::MultiGetBytes, v.len() as u64);
-        }
-        r
+        self.counted_multi_get(keys.len(), || self.inner.multi_get(opts, keys))
     }
     fn snapshot(&self) -> Result<Snapshot> {
         self.inner.snapshot()
@@ -355,6 +380,69 @@ impl Db for CountingDb {
         args: &MultiScanArgs,
     ) -> Result<Box<dyn MultiScan + 'a>> {
         self.inner.multi_scan(opts, args)
+    }
+    // The family calls go to the engine itself (the trait's defaults would
+    // answer for `default` only) and are counted as their plain forms.
+    fn create_cf(&self, name: &str) -> Result<Cf> {
+        self.inner.create_cf(name)
+    }
+    fn drop_cf(&self, name: &str) -> Result<()> {
+        self.inner.drop_cf(name)
+    }
+    fn cf_handle(&self, name: &str) -> Option<Cf> {
+        self.inner.cf_handle(name)
+    }
+    fn cf_names(&self) -> Vec<String> {
+        self.inner.cf_names()
+    }
+    fn get_cf_into(
+        &self,
+        opts: &ReadOptions,
+        cf: Cf,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        self.counted_get(out, |out| self.inner.get_cf_into(opts, cf, key, out))
+    }
+    fn get_cf(&self, opts: &ReadOptions, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.counted_get_owned(|| self.inner.get_cf(opts, cf, key))
+    }
+    fn multi_get_cf(
+        &self,
+        opts: &ReadOptions,
+        cf: Cf,
+        keys: &[&[u8]],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        self.counted_multi_get(keys.len(), || self.inner.multi_get_cf(opts, cf, keys))
+    }
+    fn put_cf(&self, opts: &WriteOptions, cf: Cf, key: &[u8], value: &[u8]) -> Result<()> {
+        let t0 = self.counters.start();
+        let r = self.inner.put_cf(opts, cf, key, value);
+        self.counters.record(Lat::Write, t0);
+        self.count_write(opts, 1, (key.len() + value.len()) as u64);
+        r
+    }
+    fn delete_cf(&self, opts: &WriteOptions, cf: Cf, key: &[u8]) -> Result<()> {
+        let t0 = self.counters.start();
+        let r = self.inner.delete_cf(opts, cf, key);
+        self.counters.record(Lat::Write, t0);
+        self.count_write(opts, 1, key.len() as u64);
+        r
+    }
+    fn iter_cf<'a>(&'a self, opts: &ReadOptions, cf: Cf) -> Result<Box<dyn DbIterator + 'a>> {
+        let inner = self.inner.iter_cf(opts, cf)?;
+        Ok(Box::new(CountingIter {
+            inner,
+            counters: &self.counters,
+        }))
+    }
+    fn multi_scan_cf<'a>(
+        &'a self,
+        opts: &ReadOptions,
+        cf: Cf,
+        args: &MultiScanArgs,
+    ) -> Result<Box<dyn MultiScan + 'a>> {
+        self.inner.multi_scan_cf(opts, cf, args)
     }
     fn flush(&self) -> Result<()> {
         self.inner.flush()

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::flag_table::{
-    FlagDef, FlagType, ALIASES, GENERIC_FLAGS, PORT_FLAGS, PORT_HELP, ROCKSDB_FLAGS,
+    FlagDef, FlagType, ALIASES, GENERIC_FLAGS, GENERIC_HELP, PORT_FLAGS, PORT_HELP, ROCKSDB_FLAGS,
     UNSUPPORTED_FLAGS,
 };
 
@@ -518,7 +518,11 @@ pub fn help_text() -> String {
         .iter()
         .filter(|d| classify(d.name) == FlagClass::Generic)
     {
-        help_line(&mut out, def, "db_bench semantics");
+        let desc = GENERIC_HELP
+            .iter()
+            .find(|(n, _)| *n == def.name)
+            .map_or("db_bench semantics", |(_, h)| *h);
+        help_line(&mut out, def, desc);
     }
     out.push_str(
         "\nRocksDB-only tuning flags: forwarded to --engine=rocksdb/blobdb where marked, \

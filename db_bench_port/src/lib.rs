@@ -8,6 +8,7 @@
 //! * [`workloads`]: the benchmark bodies; [`mod@bench`]: the driver.
 //! * [`histogram`], [`stats`]: RocksDB's histogram and result line.
 //! * [`error`]: what ends a run, typed; its text is what db_bench prints.
+//! * [`families`]: `--num_column_families`, db_bench's `DBWithColumnFamilies`.
 #![deny(missing_docs)]
 #![deny(clippy::unwrap_used)]
 
@@ -17,6 +18,7 @@ pub mod dbdir;
 pub mod dbstats;
 pub mod engines;
 pub mod error;
+pub mod families;
 pub mod flag_table;
 pub mod flags;
 pub mod histogram;

@@ -496,6 +496,13 @@ impl<'a> Duration<'a> {
         }
     }
 
+    /// db_bench's `Duration::GetStage`: which of the stages of
+    /// `ops_per_stage` ops the loop is in (ops past the budget, under
+    /// `--duration`, stay in the last one).
+    pub fn stage(&self, ops_per_stage: i64) -> i64 {
+        self.ops.min(self.max_ops - 1).max(0) / ops_per_stage.max(1)
+    }
+
     /// Counts `increment` ops and says whether the loop is over.
     #[inline]
     pub fn done(&mut self, increment: i64) -> bool {

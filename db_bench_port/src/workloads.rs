@@ -12,6 +12,7 @@ use vmemkv_compat::{Db, MultiScanArgs, ReadOptions, ScanRange, WriteBatch, Write
 
 use crate::config::Config;
 use crate::error::{BenchError, Result};
+use crate::families::ColumnFamilies;
 use crate::keys::{KeyGen, ValueGen, ValueSizeDist};
 use crate::random::Random64;
 use crate::ratelimit::RateLimiter;
@@ -47,6 +48,9 @@ pub struct Params<'a> {
     pub ropts: ReadOptions,
     /// Seed base.
     pub seed_base: u64,
+    /// The open column families with `--num_column_families` > 1; `None`
+    /// (the default) keeps every benchmark on the default family.
+    pub families: Option<&'a ColumnFamilies>,
 }
 
 impl Params<'_> {
@@ -240,7 +244,117 @@ impl KeySource {
     }
 }
 
+/// Where the benchmarks that db_bench routes through `GetCfh` send a key:
+/// db_bench's `FLAGS_num_column_families <= 1` test, decided once per
+/// benchmark and compiled into its loop, so that the one-family path does
+/// exactly what it did before families existed.
+trait Route: Copy {
+    /// Whether a fill moves through stages (hot families); the check costs
+    /// a division per batch, so the one-family path leaves it out.
+    const STAGED: bool;
+
+    /// Reads `key` (key number `key_rand`) into `out`.
+    fn get(
+        self,
+        db: &dyn Db,
+        ro: &ReadOptions,
+        key_rand: i64,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> vmemkv_compat::Result<bool>;
+
+    /// Adds a put of `key` (key number `key_rand`) to `batch`.
+    fn put(self, batch: &mut WriteBatch, key_rand: i64, key: &[u8], value: &[u8]);
+
+    /// Creates the families of the fill's stage when it moves on.
+    fn enter_stage(self, db: &dyn Db, stage: i64) -> Result<()>;
+
+    /// The fill's ops per stage.
+    fn ops_per_stage(self, max_ops: i64) -> i64;
+}
+
+/// One family: the plain calls.
+#[derive(Clone, Copy)]
+struct DefaultOnly;
+
+impl Route for DefaultOnly {
+    const STAGED: bool = false;
+
+    #[inline(always)]
+    fn get(
+        self,
+        db: &dyn Db,
+        ro: &ReadOptions,
+        _: i64,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> vmemkv_compat::Result<bool> {
+        db.get_into(ro, key, out)
+    }
+
+    #[inline(always)]
+    fn put(self, batch: &mut WriteBatch, _: i64, key: &[u8], value: &[u8]) {
+        batch.put(key, value);
+    }
+
+    #[inline(always)]
+    fn enter_stage(self, _: &dyn Db, _: i64) -> Result<()> {
+        Ok(())
+    }
+
+    fn ops_per_stage(self, max_ops: i64) -> i64 {
+        max_ops.max(1)
+    }
+}
+
+impl Route for &ColumnFamilies {
+    const STAGED: bool = true;
+
+    // db_bench seeds the family with the key's number, so a read of the
+    // key finds the family its write used.
+    #[inline]
+    fn get(
+        self,
+        db: &dyn Db,
+        ro: &ReadOptions,
+        key_rand: i64,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> vmemkv_compat::Result<bool> {
+        db.get_cf_into(ro, self.get_cfh(key_rand), key, out)
+    }
+
+    #[inline]
+    fn put(self, batch: &mut WriteBatch, key_rand: i64, key: &[u8], value: &[u8]) {
+        batch.put_cf(self.get_cfh(key_rand), key, value);
+    }
+
+    fn enter_stage(self, db: &dyn Db, stage: i64) -> Result<()> {
+        self.create_new_cf(db, stage)
+    }
+
+    fn ops_per_stage(self, max_ops: i64) -> i64 {
+        self.config().ops_per_stage(max_ops)
+    }
+}
+
 fn do_write(p: &Params, db: &dyn Db, t: &mut ThreadState, mode: WriteMode) -> Result<()> {
+    match p.families {
+        None => do_write_in(p, db, t, mode, DefaultOnly),
+        Some(f) => do_write_in(p, db, t, mode, f),
+    }
+}
+
+// Each instance its own function, as `do_write` was before families: the
+// one-family fill compiles to the code it had then.
+#[inline(never)]
+fn do_write_in<R: Route>(
+    p: &Params,
+    db: &dyn Db,
+    t: &mut ThreadState,
+    mode: WriteMode,
+    route: R,
+) -> Result<()> {
     let seconds = if mode == WriteMode::Random {
         p.cfg.duration
     } else {
@@ -248,6 +362,10 @@ fn do_write(p: &Params, db: &dyn Db, t: &mut ThreadState, mode: WriteMode) -> Re
     };
     let num_ops = if p.writes == 0 { p.num } else { p.writes };
     let mut duration = p.duration(t.shared, seconds, num_ops);
+    // db_bench's stages: with hot families, each 1/(N/H) of the fill
+    // creates the next H families and writes to them.
+    let ops_per_stage = route.ops_per_stage(num_ops);
+    let mut stage = 0i64;
     let mut keys = KeySource::new(mode, p.num.max(0) as u64, p.seed_base);
     if p.num != p.flags_num {
         t.stats.add_message(&format!("({} ops)", p.num));
@@ -260,6 +378,13 @@ fn do_write(p: &Params, db: &dyn Db, t: &mut ThreadState, mode: WriteMode) -> Re
     let mut bytes = 0u64;
     let fnum = p.fnum();
     while p.num != 0 && !duration.done(p.entries_per_batch) {
+        if R::STAGED {
+            let now = duration.stage(ops_per_stage);
+            if now != stage {
+                stage = now;
+                route.enter_stage(db, stage)?;
+            }
+        }
         if mode != WriteMode::Sequential {
             // db_bench draws a DB index per batch even with one DB.
             let _ = t.rand.next();
@@ -270,7 +395,7 @@ fn do_write(p: &Params, db: &dyn Db, t: &mut ThreadState, mode: WriteMode) -> Re
             let k = keys.next(&mut t.rand);
             p.keygen.fill(&mut key, k, fnum);
             let val = gen.generate_sized();
-            batch.put(&key, val);
+            route.put(&mut batch, k as i64, &key, val);
             batch_bytes += (val.len() + key.len()) as u64;
         }
         bytes += batch_bytes;
@@ -346,6 +471,13 @@ pub fn read_reverse(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> 
 
 /// readrandom and readmissing (db_bench's `ReadRandom`).
 pub fn read_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
+    match p.families {
+        None => read_random_in(p, db, t, DefaultOnly),
+        Some(f) => read_random_in(p, db, t, f),
+    }
+}
+
+fn read_random_in(p: &Params, db: &dyn Db, t: &mut ThreadState, route: impl Route) -> Result<()> {
     let mut read = 0u64;
     let mut found = 0u64;
     let mut bytes = 0u64;
@@ -375,7 +507,7 @@ pub fn read_random(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
         }
         p.keygen.fill(&mut key, key_rand.max(0) as u64, fnum);
         read += 1;
-        match db.get_into(&p.ropts, &key, &mut value) {
+        match route.get(db, &p.ropts, key_rand, &key, &mut value) {
             Ok(true) => {
                 found += 1;
                 bytes += (key.len() + value.len()) as u64;
@@ -751,6 +883,13 @@ fn power_cdf_inversion(u: f64, a: f64, b: f64) -> i64 {
 /// scan lengths from db_bench's Pareto models. Key-range (prefix) modelling
 /// and sine-shaped rates are not ported.
 pub fn mix_graph(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
+    match p.families {
+        None => mix_graph_in(p, db, t, DefaultOnly),
+        Some(f) => mix_graph_in(p, db, t, f),
+    }
+}
+
+fn mix_graph_in(p: &Params, db: &dyn Db, t: &mut ThreadState, route: impl Route) -> Result<()> {
     let cfg = p.cfg;
     let (mut gets, mut puts, mut seeks) = (0u64, 0u64, 0u64);
     let (mut get_found, mut seek_found, mut bytes) = (0u64, 0u64, 0u64);
@@ -795,7 +934,9 @@ pub fn mix_graph(p: &Params, db: &dyn Db, t: &mut ThreadState) -> Result<()> {
         match qtype {
             0 => {
                 gets += 1;
-                match db.get_into(&p.ropts, &key, &mut value) {
+                // Only mixgraph's Gets go to the key's family in db_bench;
+                // its Puts and Seeks use default.
+                match route.get(db, &p.ropts, key_rand as i64, &key, &mut value) {
                     Ok(true) => {
                         get_found += 1;
                         bytes += (key.len() + value.len()) as u64;

@@ -53,6 +53,7 @@ fn allocations_for(cfg: &Config, db: &dyn Db, method: Method, reads: i64) -> u64
         wopts: WriteOptions::default(),
         ropts: ReadOptions::default(),
         seed_base: 1,
+        families: None,
     };
     let shared = Shared::new(1);
     let scfg = StatsConfig {

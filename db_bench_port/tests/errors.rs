@@ -175,6 +175,7 @@ fn a_workloads_engine_error_is_the_engines_with_what_the_workload_did() {
         wopts: WriteOptions::default(),
         ropts: ReadOptions::default(),
         seed_base: 1,
+        families: None,
     };
     let shared = Shared::new(1);
     let scfg = StatsConfig {

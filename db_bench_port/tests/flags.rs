@@ -307,17 +307,12 @@ fn unhonoured_flags_are_reported_once() {
         "--num=10",
         "--seed=1",
         &db,
-        "--num_column_families=4",
+        "--num_multi_db=4",
         "--benchmark_write_rate_limit=0",
         "--write_buffer_size=1048576",
     ]);
     assert_eq!(r.code, 0, "{}", r.all());
-    assert_eq!(
-        r.stderr.matches("num_column_families").count(),
-        1,
-        "{}",
-        r.all()
-    );
+    assert_eq!(r.stderr.matches("num_multi_db").count(), 1, "{}", r.all());
     // Defaults and RocksDB tuning flags are accepted quietly on non-RocksDB engines.
     assert!(
         !r.stderr.contains("benchmark_write_rate_limit"),

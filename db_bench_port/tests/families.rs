@@ -270,7 +270,6 @@ fn engines_with_families() -> Vec<EngineKind> {
 }
 
 #[test]
-#[ignore = "needs adapter families"]
 fn every_engine_with_families_finds_what_was_written() {
     let engines = engines_with_families();
     assert!(!engines.is_empty());

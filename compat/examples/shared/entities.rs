@@ -1,5 +1,8 @@
 // The body of the `entities` example, shared by `entities.rs` (the
-// facade) and `entities_rocksdb.rs` (the rocksdb crate). It names the API
+// facade) and `entities_rocksdb.rs` (the rocksdb crate). Family handles
+// are passed by reference, which compiles with the crate's default
+// single-threaded `DB` (`&ColumnFamily`) and with its `multi-threaded-cf`
+// one (`Arc<BoundColumnFamily>`), as this workspace builds it. It names the API
 // only through `rocksdb::`, and calls `engine_options`, which each main
 // defines: the facade's picks the engine, the crate's does nothing.
 //
@@ -31,10 +34,10 @@ fn run(path: &std::path::Path) -> Result<(), rocksdb::Error> {
         let orders = db.cf_handle("orders").expect("orders family");
         let mut batch = WriteBatch::default();
         for (id, name) in [(1u32, "ann"), (2, "bob"), (3, "cyd")] {
-            batch.put_cf(users, id.to_be_bytes(), name);
+            batch.put_cf(&users, id.to_be_bytes(), name);
             for n in 0..id {
                 let key = [id.to_be_bytes(), n.to_be_bytes()].concat();
-                batch.put_cf(orders, key, format!("order {n} of {name}"));
+                batch.put_cf(&orders, key, format!("order {n} of {name}"));
             }
         }
         db.write(batch)?;
@@ -49,28 +52,28 @@ fn run(path: &std::path::Path) -> Result<(), rocksdb::Error> {
         let users = db.cf_handle("users").expect("users family after reopen");
         let orders = db.cf_handle("orders").expect("orders family after reopen");
         assert_eq!(
-            db.get_cf(users, 2u32.to_be_bytes())?.as_deref(),
+            db.get_cf(&users, 2u32.to_be_bytes())?.as_deref(),
             Some(&b"bob"[..])
         );
         assert_eq!(
-            db.get_cf(orders, 2u32.to_be_bytes())?,
+            db.get_cf(&orders, 2u32.to_be_bytes())?,
             None,
             "keyspaces leak"
         );
         let names: Vec<Vec<u8>> = db
-            .iterator_cf(users, IteratorMode::End)
+            .iterator_cf(&users, IteratorMode::End)
             .map(|kv| kv.map(|(_, v)| v.into_vec()))
             .collect::<Result<_, _>>()?;
         assert_eq!(
             names,
             vec![b"cyd".to_vec(), b"bob".to_vec(), b"ann".to_vec()]
         );
-        let order_count = db.iterator_cf(orders, IteratorMode::Start).count();
+        let order_count = db.iterator_cf(&orders, IteratorMode::Start).count();
         assert_eq!(order_count, 1 + 2 + 3);
         let found = db.multi_get_cf([
-            (users, 3u32.to_be_bytes().to_vec()),
-            (orders, [3u32.to_be_bytes(), 2u32.to_be_bytes()].concat()),
-            (users, 9u32.to_be_bytes().to_vec()),
+            (&users, 3u32.to_be_bytes().to_vec()),
+            (&orders, [3u32.to_be_bytes(), 2u32.to_be_bytes()].concat()),
+            (&users, 9u32.to_be_bytes().to_vec()),
         ]);
         let found: Vec<Option<Vec<u8>>> = found.into_iter().collect::<Result<_, _>>()?;
         assert_eq!(
@@ -83,18 +86,18 @@ fn run(path: &std::path::Path) -> Result<(), rocksdb::Error> {
         );
         // Deleting a user and their orders is one atomic batch.
         let mut batch = WriteBatch::default();
-        batch.delete_cf(users, 3u32.to_be_bytes());
-        batch.delete_range_cf(orders, 3u32.to_be_bytes(), 4u32.to_be_bytes());
+        batch.delete_cf(&users, 3u32.to_be_bytes());
+        batch.delete_range_cf(&orders, 3u32.to_be_bytes(), 4u32.to_be_bytes());
         db.write(batch)?;
-        assert_eq!(db.iterator_cf(orders, IteratorMode::Start).count(), 1 + 2);
-        assert_eq!(db.get_cf(users, 3u32.to_be_bytes())?, None);
+        assert_eq!(db.iterator_cf(&orders, IteratorMode::Start).count(), 1 + 2);
+        assert_eq!(db.get_cf(&users, 3u32.to_be_bytes())?, None);
     }
     // Dropping a keyspace removes every key in it.
     db.drop_cf("orders")?;
     assert!(db.cf_handle("orders").is_none());
     db.create_cf("orders", &Options::default())?;
     let orders = db.cf_handle("orders").expect("orders family re-created");
-    assert_eq!(db.iterator_cf(orders, IteratorMode::Start).count(), 0);
+    assert_eq!(db.iterator_cf(&orders, IteratorMode::Start).count(), 0);
     println!("entities: ok");
     Ok(())
 }

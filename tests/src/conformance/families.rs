@@ -538,7 +538,17 @@ fn concurrent_cross_family_batches(h: &Harness, db: &dyn Db, a: Cf, b: Cf) -> u6
                 .and_then(|d| d.try_into().ok())
                 .map(u64::from_be_bytes);
             if i.map(pair_after) != Some(seen.clone()) {
-                torn.push(format!("gets: default {d:?}, a and b {seen:?}"));
+                let n = |v: &Option<Vec<u8>>| {
+                    v.as_deref()
+                        .and_then(|v| v.try_into().ok())
+                        .map(u64::from_be_bytes)
+                };
+                torn.push(format!(
+                    "get_cf: batch {:?} in default, pair in a from batch {:?}, in b from batch {:?}",
+                    i,
+                    n(&seen.0),
+                    n(&seen.1)
+                ));
             }
             if ordered {
                 let bounds = at.clone().with_bounds(Some(b"pair"), Some(b"pair\0"));

@@ -5,7 +5,8 @@
 //! RocksDB's semantics as the `vmemkv_compat` trait documents them.
 //! `tests/tests/conformance.rs` instantiates every case for every engine
 //! compiled in, and for the [`crate::model`] oracle; `tests/tests/meta.rs`
-//! proves the cases catch a deliberately broken model.
+//! proves the cases catch a deliberately broken model. The column-family
+//! group (the `families_*` cases) lives in `conformance/families.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +20,12 @@ use vmemkv_compat::{
 };
 
 use crate::model::{self, Fault, ModelDb};
+
+mod families;
+pub use families::{
+    families_batches, families_default, families_drop, families_errors, families_isolation,
+    families_ranges, families_reopen, families_snapshots,
+};
 
 type Opener = dyn Fn(&Path, &EngineOptions) -> Result<Box<dyn Db>> + Send + Sync;
 
@@ -1336,4 +1343,12 @@ pub const ALL_CASES: &[Case] = &[
     ("maintenance", maintenance),
     ("differential", differential),
     ("snapshots", snapshots),
+    ("families_default", families_default),
+    ("families_isolation", families_isolation),
+    ("families_batches", families_batches),
+    ("families_drop", families_drop),
+    ("families_snapshots", families_snapshots),
+    ("families_reopen", families_reopen),
+    ("families_ranges", families_ranges),
+    ("families_errors", families_errors),
 ];

@@ -94,6 +94,38 @@ macro_rules! suite {
             fn snapshots() {
                 conformance::snapshots(&h());
             }
+            #[test]
+            fn families_default() {
+                conformance::families_default(&h());
+            }
+            #[test]
+            fn families_isolation() {
+                conformance::families_isolation(&h());
+            }
+            #[test]
+            fn families_batches() {
+                conformance::families_batches(&h());
+            }
+            #[test]
+            fn families_drop() {
+                conformance::families_drop(&h());
+            }
+            #[test]
+            fn families_snapshots() {
+                conformance::families_snapshots(&h());
+            }
+            #[test]
+            fn families_reopen() {
+                conformance::families_reopen(&h());
+            }
+            #[test]
+            fn families_ranges() {
+                conformance::families_ranges(&h());
+            }
+            #[test]
+            fn families_errors() {
+                conformance::families_errors(&h());
+            }
         }
     };
 }
@@ -113,8 +145,9 @@ suite!(
     fjall_blob,
     Harness::engine(vmemkv_compat::EngineKind::FjallBlob)
 );
-// Sparkey runs every group; the ones that need key order print
-// "not applicable: <group> on sparkey: <why>" and check only that the
-// engine refuses them with NotSupported.
+// Sparkey runs every group; the ones that need key order or families
+// beyond `default` print "not applicable: <group> on sparkey: <why>" and
+// check only that the engine refuses them with NotSupported
+// (families_default still checks its default family).
 #[cfg(feature = "sparkey")]
 suite!(sparkey, Harness::engine(vmemkv_compat::EngineKind::Sparkey));

@@ -1160,58 +1160,6 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_across_families_is_atomic() {
-        let (_d, db) = open_tmp(&[]);
-        let db = db.as_ref();
-        let w = WriteOptions::default();
-        let a = db.create_cf("a").expect("create a");
-        let b = db.create_cf("b").expect("create b");
-        for cf in [Cf::DEFAULT, a, b] {
-            for k in [&b"k1"[..], b"k2", b"k3"] {
-                db.put_cf(&w, cf, k, b"old").expect("put");
-            }
-        }
-        let mut bad = WriteBatch::new();
-        bad.put_cf(a, b"k1", b"new");
-        bad.delete_range_cf(a, b"k2", b"k9");
-        bad.put_cf(b, &[b'k'; MAX_KEY_SIZE + 1], b"x");
-        assert!(db.write(&w, &bad).is_err());
-        assert_eq!(get(db, a, b"k1"), Some(b"old".to_vec()));
-        assert_eq!(get(db, a, b"k2"), Some(b"old".to_vec()));
-
-        let mut batch = WriteBatch::new();
-        batch.put_cf(a, b"k1", b"new");
-        batch.put_cf(a, b"k5", b"ranged away");
-        batch.delete_range_cf(a, b"k2", b"k9");
-        batch.put(b"k4", b"new");
-        batch.put_cf(b, b"k1", b"new");
-        batch.delete_cf(b, b"k2");
-        batch.put_cf(a, b"k9", b"after the range");
-        db.write(&WriteOptions::sync(), &batch).expect("write");
-        assert_eq!(
-            keys(db.iter_cf(&ReadOptions::default(), a).expect("iter")),
-            [b"k1".to_vec(), b"k9".to_vec()]
-        );
-        assert_eq!(get(db, b, b"k1"), Some(b"new".to_vec()));
-        assert_eq!(get(db, b, b"k2"), None);
-        assert_eq!(get(db, b, b"k3"), Some(b"old".to_vec()));
-        assert_eq!(
-            keys(db.iter(&ReadOptions::default()).expect("iter")).len(),
-            4
-        );
-
-        db.drop_cf("b").expect("drop b");
-        let mut stale = WriteBatch::new();
-        stale.put_cf(a, b"k7", b"x");
-        stale.put_cf(b, b"k7", b"x");
-        assert!(matches!(
-            db.write(&w, &stale),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert_eq!(get(db, a, b"k7"), None);
-    }
-
-    #[test]
     fn a_snapshot_covers_every_family_even_one_in_a_reused_slot() {
         let (_d, db) = open_tmp(&[]);
         let db = db.as_ref();

@@ -97,7 +97,7 @@ pub const LMDB_OPTION_KEYS: &[&str] = &[
 pub const DEFAULT_MAX_FAMILIES: u32 = 16;
 
 /// The start of every family's database name; the main database's keys
-/// from here to [`FAMILY_PREFIX_END`] are the families' records. Unit
+/// from here to `FAMILY_PREFIX_END` are the families' records. Unit
 /// separators around a name no application key is likely to start with.
 pub const FAMILY_PREFIX: &str = "\u{1f}vmemkv.cf\u{1f}";
 

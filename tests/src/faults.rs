@@ -123,6 +123,8 @@ pub fn file_kind(engine: EngineKind, name: &str) -> &'static str {
                 "lock"
             } else if name == "LOGEND" {
                 "log-end"
+            } else if name == "APPMETA" {
+                "app-meta"
             } else if name.starts_with("LOG") {
                 "info-log"
             } else {

@@ -73,6 +73,7 @@ fn vmemkv_fault_campaign() {
         "lock",
         "info-log",
         "log-end",
+        "app-meta",
     ] {
         assert!(
             t.rows.keys().filter(|(k, _)| k == fk).count() == 4,

@@ -39,7 +39,7 @@
 //! tombstones the family's keys with a synced batch. A database holds up to
 //! 254 families besides `default`. The adapter opens only databases it
 //! wrote (they have the catalog); a non-empty database without one is
-//! refused, never misread.
+//! `Corruption` naming the missing file, never misread.
 
 mod keys;
 
@@ -170,9 +170,13 @@ fn load_catalog(db: &vmemkv::Db, path: &str, families: &Families<u8>) -> Result<
             it.seek_to_first();
             it.status().map_err(map_err)?;
             if it.valid() {
-                return Err(Error::InvalidArgument(format!(
-                    "{path} holds keys but no column family catalog (APPMETA): it was written \
-                     through the engine's own API; open it with vmemkv::Db"
+                // Deleted, or never written: the database was filled through
+                // the engine's own API. Either way the keys cannot be read
+                // as families, so the open names the missing file.
+                return Err(Error::Corruption(format!(
+                    "{path}/APPMETA is missing but the database holds keys: without its column \
+                     family catalog they cannot be read through the compat layer (a database \
+                     written through the engine's own API opens with vmemkv::Db)"
                 )));
             }
             db.set_app_meta(&keys::encode_catalog(&[]))
@@ -853,7 +857,7 @@ mod tests {
             native.put(b"raw", b"1").map_err(map_err)?;
         }
         let err = crate::open(EngineKind::Vmemkv, dir.path(), &EngineOptions::default());
-        assert!(matches!(err, Err(Error::InvalidArgument(m)) if m.contains("catalog")));
+        assert!(matches!(err, Err(Error::Corruption(m)) if m.contains("APPMETA is missing")));
         {
             let native =
                 vmemkv::Db::open(dir.path(), vmemkv::Options::default()).map_err(map_err)?;

@@ -79,8 +79,14 @@ pub struct Iter<'a> {
     /// Forward steps since the last seek; from the second on the iterator
     /// is taken to be scanning and reads ahead.
     scan_steps: u32,
-    /// Readahead has been issued for entries up to this key.
-    ahead_to: Option<Vec<u8>>,
+    /// Readahead has been issued for entries up to `ahead_key`.
+    ahead_set: bool,
+    /// The last key the latest readahead window covered; its buffer is
+    /// reused from window to window and seek to seek.
+    ahead_key: Vec<u8>,
+    /// The latest window's stored values (segment index, offset, length),
+    /// kept for its buffer.
+    ahead_values: Vec<(u32, u32, u32)>,
     /// Entries the next readahead covers: 16, doubling to 256, as
     /// RocksDB's iterator readahead grows.
     ahead_window: usize,
@@ -118,7 +124,9 @@ impl<'a> Iter<'a> {
             seg: None,
             err: None,
             scan_steps: 0,
-            ahead_to: None,
+            ahead_set: false,
+            ahead_key: Vec::new(),
+            ahead_values: Vec::new(),
             ahead_window: AHEAD_MIN,
             ahead_off: false,
         }
@@ -126,7 +134,7 @@ impl<'a> Iter<'a> {
 
     fn reset_scan(&mut self) {
         self.scan_steps = 0;
-        self.ahead_to = None;
+        self.ahead_set = false;
         self.ahead_window = AHEAD_MIN;
         self.ahead_off = false;
     }
@@ -138,8 +146,11 @@ impl<'a> Iter<'a> {
         let mut c = self.inner.t1.cursor_at(self.reg.at);
         c.seek(self.cur.key());
         let mut segs: Vec<Arc<Segment>> = Vec::new();
-        let mut values = Vec::with_capacity(self.ahead_window);
-        let mut last = None;
+        let mut values = std::mem::take(&mut self.ahead_values);
+        values.clear();
+        let mut last = std::mem::take(&mut self.ahead_key);
+        last.clear();
+        last.extend_from_slice(self.cur.key());
         let mut bytes = 0u64;
         for _ in 0..self.ahead_window {
             if !c.valid() || !self.bounds.contains(c.key()) {
@@ -158,16 +169,19 @@ impl<'a> Iter<'a> {
                     bytes += u64::from(l.len);
                 }
             }
-            last = Some(c.key().to_vec());
+            last.clear();
+            last.extend_from_slice(c.key());
             c.next();
         }
         // A window of inline values only has nothing to read at all.
         let small = bytes < AHEAD_LARGE_VALUE * values.len().max(1) as u64;
-        let runs = crate::t2::readahead::runs(values, AHEAD_COALESCE);
+        let runs = crate::t2::readahead::runs(values.iter().copied(), AHEAD_COALESCE);
+        self.ahead_values = values;
         let advised = crate::t2::readahead::advise(&runs, |i| segs.get(i as usize).map(|s| &**s));
         self.ahead_off = !advised && small;
         // Past the end of the bounds there is nothing more to read ahead.
-        self.ahead_to = Some(last.unwrap_or_else(|| self.cur.key().to_vec()));
+        self.ahead_key = last;
+        self.ahead_set = true;
         self.ahead_window = (self.ahead_window * 2).min(AHEAD_MAX);
     }
 
@@ -225,7 +239,7 @@ impl<'a> Iter<'a> {
             if self.valid
                 && !self.ahead_off
                 && self.scan_steps >= 2
-                && self.ahead_to.as_deref().is_none_or(|k| self.cur.key() >= k)
+                && (!self.ahead_set || self.cur.key() >= self.ahead_key.as_slice())
             {
                 self.read_ahead();
             }

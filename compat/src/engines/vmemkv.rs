@@ -684,7 +684,7 @@ impl Db for VmemkvDb {
         // Same validation and messages as every other engine.
         args.validate()?;
         let slot = self.slot(cf)?;
-        let stored: Vec<_> = args
+        let mut stored = args
             .ranges
             .iter()
             .map(|r| {
@@ -692,26 +692,24 @@ impl Db for VmemkvDb {
                 // `validate` refused a range without a start.
                 (lo.unwrap_or_default(), hi)
             })
-            .collect();
+            .peekable();
         let mut ranges = Vec::with_capacity(args.ranges.len());
         let mut owner = Vec::with_capacity(args.ranges.len());
-        for (i, (lo, hi)) in stored.iter().enumerate() {
-            let mut parts: Vec<_> = if slot == DEFAULT_SLOT {
-                keys::around_hole(lo.clone(), hi.clone()).collect()
-            } else {
-                vec![(lo.clone(), hi.clone())]
-            };
+        let mut i = 0;
+        while let Some((lo, hi)) = stored.next() {
             // The engine takes ranges in the order of their starts, so a
             // part above the hole cannot precede a later range that starts
             // below it: such a range stays whole, and the scan skips the
             // hole's entries in it (`VMultiScan::holey`).
-            if parts.len() == 2
-                && stored
-                    .get(i + 1)
-                    .is_some_and(|(s, _)| s.as_slice() < keys::HOLE_END)
-            {
-                parts = vec![(lo.clone(), hi.clone())];
-            }
+            let whole = slot != DEFAULT_SLOT
+                || stored
+                    .peek()
+                    .is_some_and(|(s, _)| s.as_slice() < keys::HOLE_END);
+            let parts: Vec<_> = if whole {
+                vec![(lo, hi)]
+            } else {
+                keys::around_hole(lo, hi).collect()
+            };
             for (start, limit) in parts {
                 ranges.push(crate::ScanRange {
                     start: Some(start),
@@ -719,6 +717,7 @@ impl Db for VmemkvDb {
                 });
                 owner.push(i);
             }
+            i += 1;
         }
         let args = MultiScanArgs {
             ranges,

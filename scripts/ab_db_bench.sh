@@ -26,7 +26,7 @@ for r in $(seq 1 $ROUNDS); do
     else
       d=/tmp/abdb-$v; reuse=; clean $d
     fi
-    "$bin" --db=$d $reuse "$@" 2>/dev/null | grep -E "^[a-z]+ +: .*ops/sec" | awk -v v=$v -v r=$r '{print v, $1, $5}' >> $out/res
+    "$bin" --db=$d $reuse "$@" 2>/dev/null | grep -E "^[a-z_0-9]+ +: .*ops/sec" | awk -v v=$v -v r=$r '{print v, $1, $5}' >> $out/res
     [[ -n $reuse ]] || clean $d
   done
 done

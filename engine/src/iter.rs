@@ -142,6 +142,7 @@ impl<'a> Iter<'a> {
     /// Advises the value pages of the next `ahead_window` entries within
     /// bounds (see `crate::t2::readahead`). A second cursor walks T1, which
     /// is in RAM; only the values' pages may be cold.
+    #[inline(never)]
     fn read_ahead(&mut self) {
         let mut c = self.inner.t1.cursor_at(self.reg.at);
         c.seek(self.cur.key());
@@ -186,6 +187,7 @@ impl<'a> Iter<'a> {
     }
 
     /// Whether the cursor is on an entry.
+    #[inline]
     pub fn valid(&self) -> bool {
         self.valid
     }
@@ -231,18 +233,44 @@ impl<'a> Iter<'a> {
     }
 
     /// Moves to the next key. No effect when invalid.
+    #[inline]
     pub fn next(&mut self) {
-        if self.valid {
-            self.cur.next();
-            self.settle();
-            self.scan_steps = self.scan_steps.saturating_add(1);
-            if self.valid
-                && !self.ahead_off
-                && self.scan_steps >= 2
-                && (!self.ahead_set || self.cur.key() >= self.ahead_key.as_slice())
-            {
-                self.read_ahead();
+        if !self.valid {
+            return;
+        }
+        if let Some(e) = self.cur.next_in_sorted_run() {
+            // A live entry of the sorted region alone: an inline value
+            // within bounds is the answer, with no settling and no
+            // readahead (an inline value has no page to read).
+            if let Payload::Inline { len, bytes } = e.payload {
+                if self.toward_bound_ok(true) {
+                    self.value = Value::Inline { len, bytes };
+                    self.scan_steps = self.scan_steps.saturating_add(1);
+                    return;
+                }
             }
+        } else {
+            self.cur.next();
+        }
+        self.stepped();
+    }
+
+    /// The rest of [`Iter::next`] after the cursor moved: out of line, so
+    /// that the step above stays a leaf.
+    #[inline(never)]
+    fn stepped(&mut self) {
+        self.settle();
+        self.scan_steps = self.scan_steps.saturating_add(1);
+        // An inline value has no page to read ahead, and a scan of them
+        // would pay a second cursor per scan for nothing: readahead
+        // starts at the first stored value met.
+        if self.valid
+            && !self.ahead_off
+            && matches!(self.value, Value::Stored { .. })
+            && self.scan_steps >= 2
+            && (!self.ahead_set || self.cur.key() >= self.ahead_key.as_slice())
+        {
+            self.read_ahead();
         }
     }
 
@@ -256,6 +284,7 @@ impl<'a> Iter<'a> {
     }
 
     /// The current key, or `&[]` when invalid.
+    #[inline]
     pub fn key(&self) -> &[u8] {
         if self.valid {
             self.cur.key()
@@ -265,6 +294,7 @@ impl<'a> Iter<'a> {
     }
 
     /// The current value, or `&[]` when invalid.
+    #[inline]
     pub fn value(&self) -> &[u8] {
         if !self.valid {
             return &[];

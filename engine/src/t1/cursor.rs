@@ -55,6 +55,10 @@ pub struct Cursor<'a> {
     act: MapHead,
     frz: MapHead,
     srt: Option<usize>,
+    /// Sorted indexes below this need no compare with the map heads: they
+    /// sort before every valid head (see `step_sorted_only`). 0 when not
+    /// yet worked out for the current heads.
+    run_end: usize,
     cur: Src,
     forward: bool,
     scratch: Vec<u8>,
@@ -113,6 +117,7 @@ impl<'a> Cursor<'a> {
             act: MapHead::default(),
             frz: MapHead::default(),
             srt: None,
+            run_end: 0,
             cur: Src::None,
             forward: true,
             scratch: Vec::new(),
@@ -143,6 +148,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Entry at the cursor; [`Entry::INVALID`] (a tombstone) when not valid.
+    #[inline]
     pub fn entry(&self) -> Entry {
         if !self.valid() {
             return Entry::INVALID;
@@ -203,6 +209,7 @@ impl<'a> Cursor<'a> {
         match self.dir.shards.get(i) {
             Some(sh) => {
                 self.shard = i;
+                self.run_end = 0;
                 self.st = Some(sh.state.load());
                 true
             }
@@ -212,6 +219,7 @@ impl<'a> Cursor<'a> {
 
     /// Positions every source of the current shard.
     fn position(&mut self, pos: Pos<'_>) {
+        self.run_end = 0;
         let (Some(st), Some(sh)) = (self.st.as_deref(), self.dir.shards.get(self.shard)) else {
             self.act.valid = false;
             self.frz.valid = false;
@@ -325,6 +333,9 @@ impl<'a> Cursor<'a> {
         };
         let (lo, hi) = (&*sh.lo, sh.hi());
         let fwd = self.forward;
+        if a_eq || f_eq {
+            self.run_end = 0;
+        }
         if a_eq {
             self.scratch.clear();
             self.scratch.extend_from_slice(&self.act.key);
@@ -359,9 +370,14 @@ impl<'a> Cursor<'a> {
     }
 
     /// Forward step when the next key is the sorted region's and no other region
-    /// holds it: one index increment (and a key compare per map head still ahead).
-    /// Returns false when the general path must run.
-    #[inline]
+    /// holds it: one index increment. Returns false when the general path must run.
+    ///
+    /// The map heads are the smallest keys of their regions after the current
+    /// one, so every sorted key below the smallest head is the sorted region's
+    /// alone. Where that run ends is found once, by one search of the sorted
+    /// region, and kept until a head moves (`run_end`); a scan past inserts or
+    /// replayed entries far ahead of it then compares no keys per step.
+    #[inline(always)]
     fn step_sorted_only(&mut self) -> bool {
         if self.cur != Src::Sorted {
             return false;
@@ -370,24 +386,18 @@ impl<'a> Cursor<'a> {
             return false;
         };
         let j = i + 1;
-        if j < st.sorted_hi {
-            // A map head past the next sorted key (an insert far ahead of the scan)
-            // leaves that key to the sorted region alone: the map heads are the
-            // smallest keys of their regions after the current one.
-            if self.act.valid || self.frz.valid {
-                let next = st.sorted.key(j);
-                let ahead = |h: &MapHead| !h.valid || h.key.as_slice() > next;
-                if !ahead(&self.act) || !ahead(&self.frz) {
-                    return false;
-                }
+        if j >= self.run_end {
+            self.run_end = self.sorted_run_end(st);
+            if j >= self.run_end {
+                return false;
             }
-            let r = st.sorted.rec(j);
-            // The only version of its key here; below `at` it is the answer.
-            if !r.is_tombstone() && self.at.is_none_or(|at| r.seq < at) {
-                self.srt = Some(j);
-                self.resolved = r;
-                return true;
-            }
+        }
+        let r = st.sorted.rec(j);
+        // The only version of its key here; below `at` it is the answer.
+        if !r.is_tombstone() && self.at.is_none_or(|at| r.seq < at) {
+            self.srt = Some(j);
+            self.resolved = r;
+            return true;
         }
         false
     }
@@ -426,6 +436,32 @@ impl<'a> Cursor<'a> {
             self.position(Pos::Le(key));
         }
         self.settle();
+    }
+
+    /// The end of the sorted run that no map head interrupts (see
+    /// `step_sorted_only`): out of line, as it runs once per head move.
+    #[cold]
+    #[inline(never)]
+    fn sorted_run_end(&self, st: &ShardState) -> usize {
+        let head = match (self.act.valid, self.frz.valid) {
+            (false, false) => return st.sorted_hi,
+            (true, true) => self.act.key.as_slice().min(self.frz.key.as_slice()),
+            (true, false) => self.act.key.as_slice(),
+            (false, true) => self.frz.key.as_slice(),
+        };
+        st.sorted.lower_bound(head).min(st.sorted_hi)
+    }
+
+    /// [`Cursor::next`] when it is one index increment in the sorted region
+    /// (see `step_sorted_only`), with the entry it lands on; `None`, having
+    /// not moved, otherwise.
+    #[inline]
+    pub fn next_in_sorted_run(&mut self) -> Option<Entry> {
+        if self.forward && self.step_sorted_only() {
+            Some(self.resolved.decode())
+        } else {
+            None
+        }
     }
 
     /// Moves to the next live entry; no-op when not valid.

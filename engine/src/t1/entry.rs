@@ -115,6 +115,7 @@ impl Rec {
         }
     }
 
+    #[inline]
     pub fn decode(&self) -> Entry {
         let payload = match self.b & 0xff {
             TAG_INLINE => Payload::Inline {

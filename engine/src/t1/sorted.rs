@@ -53,6 +53,22 @@ impl Offsets {
         }
     }
 
+    /// Where key `i` starts and ends: one match, not one per end.
+    #[inline]
+    fn span(&self, i: usize) -> (usize, usize) {
+        match self {
+            Offsets::Fixed(len) => (i * len, (i + 1) * len),
+            Offsets::Small(v) => match v.get(i..i + 2) {
+                Some(&[s, e]) => (s as usize, e as usize),
+                _ => (0, 0),
+            },
+            Offsets::Large(v) => match v.get(i..i + 2) {
+                Some(&[s, e]) => (s as usize, e as usize),
+                _ => (0, 0),
+            },
+        }
+    }
+
     fn push(&mut self, x: usize) {
         match self {
             Offsets::Fixed(_) => {}
@@ -94,11 +110,15 @@ pub(crate) struct Sorted {
     skip: usize,
     /// The shared prefix as a zero-padded big-endian word, when `skip <= 8`.
     common_word: u64,
-    /// `Some(len)` when every key is `len` bytes and `len <= skip + 8`: the
-    /// shared prefix and a key's 8-byte search prefix then spell the whole
-    /// key, so a query of that length that matches a prefix is found
-    /// without reading the arena (a cache miss per point read saved).
+    /// `Some(len)` when every key is `len` bytes and its bytes past the
+    /// shared prefix and the 8-byte search prefix are `tail`, the same in
+    /// every key (none when `len <= skip + 8`; db_bench's zero padding
+    /// otherwise): the shared prefix, a key's search prefix and the tail
+    /// then spell the whole key, so a query of that length and tail that
+    /// matches a prefix is found without reading the arena (a cache miss
+    /// per point read saved).
     exact_len: Option<usize>,
+    tail: Box<[u8]>,
     bloom: Bloom,
 }
 
@@ -230,7 +250,7 @@ impl Sorted {
 
     #[inline]
     pub fn key(&self, i: usize) -> &[u8] {
-        let (s, e) = (self.offsets.get(i), self.offsets.get(i + 1));
+        let (s, e) = self.offsets.span(i);
         self.arena.get(s..e).unwrap_or(&[])
     }
 
@@ -303,7 +323,7 @@ impl Sorted {
         if i >= n || self.prefixes.get(i) != Some(&qp) {
             return Some((i, false));
         }
-        if self.exact_len == Some(q.len()) {
+        if self.exact_len == Some(q.len()) && q.get(self.skip + 8..).unwrap_or(&[]) == &*self.tail {
             return Some((i, true));
         }
         // The arena compare below is a miss: start the record's with it.
@@ -473,6 +493,7 @@ impl SortedBuilder {
             skip: 0,
             common_word: 0,
             exact_len: None,
+            tail: Box::default(),
             bloom: Bloom::with_capacity(0, 0),
         };
         let n = s.len();
@@ -488,7 +509,14 @@ impl SortedBuilder {
         let common_word = prefix_of(first.get(..skip.min(8)).unwrap_or(&[]));
         (s.skip, s.common_word) = (skip, common_word);
         if let Offsets::Fixed(len) = s.offsets {
-            s.exact_len = (len <= s.skip + 8).then_some(len);
+            fn tail(k: &[u8], skip: usize) -> &[u8] {
+                k.get(skip + 8..).unwrap_or(&[])
+            }
+            let t: Box<[u8]> = tail(s.key(0), skip).into();
+            if (1..n).all(|i| tail(s.key(i), skip) == &*t) {
+                s.tail = t;
+                s.exact_len = Some(len);
+            }
         }
         let mut prefixes = Vec::with_capacity(n);
         advise_huge(&prefixes);
@@ -667,6 +695,40 @@ mod tests {
         assert_eq!(l.exact_len, None);
         assert_eq!(l.find(b"0007-suffix-0008"), None);
         assert_eq!(l.find(b"0007-suffix-0007"), Some(7));
+    }
+
+    #[test]
+    fn keys_with_one_shared_tail_are_found_without_the_arena() {
+        // db_bench's 16-byte keys: an 8-byte big-endian integer, then '0's.
+        let key = |i: u64, pad: &[u8; 8]| [i.to_be_bytes(), *pad].concat();
+        let owned: Vec<Vec<u8>> = (0..4000u64).map(|i| key(i * 3, b"00000000")).collect();
+        let keys: Vec<&[u8]> = owned.iter().map(|k| k.as_slice()).collect();
+        let s = build(&keys, 0);
+        assert_eq!((s.exact_len, s.skip), (Some(16), 6));
+        assert_eq!(&*s.tail, b"00");
+        for i in 0..12_000u64 {
+            let q = key(i, b"00000000");
+            let want = (i % 3 == 0).then_some((i / 3) as usize);
+            assert_eq!(s.find(&q), want, "query {i}");
+            // The same search prefix with another tail is another key.
+            for pad in [b"0000000/", b"00000001", b"000000/0"] {
+                let other = key(i, pad);
+                assert_eq!(s.find(&other), None, "query {other:?}");
+                assert_eq!(
+                    s.lower_bound(&other),
+                    keys.partition_point(|k| *k < other.as_slice())
+                );
+            }
+        }
+        // One key with another tail: every lookup reads the arena again.
+        let mut mixed = owned.clone();
+        mixed.push(key(20_000, b"00000001"));
+        let mk: Vec<&[u8]> = mixed.iter().map(|k| k.as_slice()).collect();
+        let m = build(&mk, 0);
+        assert_eq!(m.exact_len, None);
+        assert_eq!(m.find(&key(20_000, b"00000000")), None);
+        assert_eq!(m.find(&key(20_000, b"00000001")), Some(4000));
+        assert_eq!(m.find(&key(9, b"00000000")), Some(3));
     }
 
     #[test]

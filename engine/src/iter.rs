@@ -239,14 +239,28 @@ impl<'a> Iter<'a> {
             return;
         }
         if let Some(e) = self.cur.next_in_sorted_run() {
-            // A live entry of the sorted region alone: an inline value
-            // within bounds is the answer, with no settling and no
-            // readahead (an inline value has no page to read).
-            if let Payload::Inline { len, bytes } = e.payload {
-                if self.toward_bound_ok(true) {
+            // A live entry of the sorted region alone: within bounds, its
+            // value is the answer with no settling. An inline one needs no
+            // readahead either (it has no page to read).
+            if self.toward_bound_ok(true) {
+                if let Payload::Inline { len, bytes } = e.payload {
                     self.value = Value::Inline { len, bytes };
                     self.scan_steps = self.scan_steps.saturating_add(1);
                     return;
+                }
+                match self.load_payload(e.payload) {
+                    Some(true) => {
+                        self.scan_steps = self.scan_steps.saturating_add(1);
+                        self.maybe_read_ahead();
+                        return;
+                    }
+                    // Gone meanwhile: the general path steps past it.
+                    Some(false) => {}
+                    None => {
+                        self.valid = false;
+                        self.value = Value::None;
+                        return;
+                    }
                 }
             }
         } else {
@@ -261,9 +275,15 @@ impl<'a> Iter<'a> {
     fn stepped(&mut self) {
         self.settle();
         self.scan_steps = self.scan_steps.saturating_add(1);
-        // An inline value has no page to read ahead, and a scan of them
-        // would pay a second cursor per scan for nothing: readahead
-        // starts at the first stored value met.
+        self.maybe_read_ahead();
+    }
+
+    /// Reads ahead when a scan reaches the end of the last window. An
+    /// inline value has no page to read ahead, and a scan of them would pay
+    /// a second cursor per scan for nothing: readahead starts at the first
+    /// stored value met.
+    #[inline]
+    fn maybe_read_ahead(&mut self) {
         if self.valid
             && !self.ahead_off
             && matches!(self.value, Value::Stored { .. })
@@ -372,7 +392,12 @@ impl<'a> Iter<'a> {
     /// Loads the current entry's value: `Some(true)` loaded, `Some(false)`
     /// the entry is gone, `None` an error was recorded.
     fn load(&mut self) -> Option<bool> {
-        let mut payload = self.cur.entry().payload;
+        self.load_payload(self.cur.entry().payload)
+    }
+
+    /// [`Iter::load`] of `payload`, the current entry's.
+    #[inline]
+    fn load_payload(&mut self, mut payload: Payload) -> Option<bool> {
         for _ in 0..3 {
             match payload {
                 Payload::Inline { len, bytes } => {

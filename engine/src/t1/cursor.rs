@@ -452,6 +452,21 @@ impl<'a> Cursor<'a> {
         st.sorted.lower_bound(head).min(st.sorted_hi)
     }
 
+    /// The entry `d` places past the cursor in its shard's sorted region,
+    /// if the region reaches that far: a hint for prefetching only (a map
+    /// head may come first, and the entry may not be visible).
+    #[inline]
+    pub fn sorted_ahead(&self, d: usize) -> Option<Entry> {
+        if self.cur != Src::Sorted {
+            return None;
+        }
+        let (Some(st), Some(i)) = (self.st.as_deref(), self.srt) else {
+            return None;
+        };
+        let j = i + d;
+        (j < st.sorted_hi).then(|| st.sorted.rec(j).decode())
+    }
+
     /// [`Cursor::next`] when it is one index increment in the sorted region
     /// (see `step_sorted_only`), with the entry it lands on; `None`, having
     /// not moved, otherwise.

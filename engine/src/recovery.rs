@@ -241,12 +241,24 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<Inner>> {
             ));
         }
     }
+    let replay_ms = t_replay.elapsed().as_secs_f64() * 1e3;
+    // Replayed entries sit in the shards' append regions, which every scan
+    // would merge entry by entry until a merge ran, and a workload that
+    // keeps writing a little (YCSB-E's inserts) never lets the quiet merge
+    // run: ycsb_e after a reopen ran at 0.4x. They are merged before any
+    // reader exists.
+    let t_merge = Instant::now();
+    let merged = if rep.records > 0 {
+        t1.merge_append_regions(&|| true)
+    } else {
+        0
+    };
     info.log(format_args!(
-        "recovery: replayed {} records ({} bytes) from LSN {start:016x} to {:016x} in {:.3} ms; open took {:.3} ms",
+        "recovery: replayed {} records ({} bytes) from LSN {start:016x} to {:016x} in {replay_ms:.3} ms, merged {merged} shards in {:.3} ms; open took {:.3} ms",
         rep.records,
         rep.bytes,
         rep.end,
-        t_replay.elapsed().as_secs_f64() * 1e3,
+        t_merge.elapsed().as_secs_f64() * 1e3,
         t0.elapsed().as_secs_f64() * 1e3
     ));
     let log = Log::new(&dir, opts.segment_size, map_opts, segs, start, durable)?;

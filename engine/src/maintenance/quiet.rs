@@ -84,6 +84,7 @@ impl MergeWhenQuiet {
         });
         if go_on() {
             self.done_at = Some(writes);
+            inner.t1.release_recycled();
         }
         merged
     }

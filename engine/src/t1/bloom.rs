@@ -36,9 +36,13 @@ pub(crate) fn hash_key(key: &[u8]) -> u64 {
     mix(h ^ M2, h.rotate_left(29) ^ M1)
 }
 
+/// How many hashes ahead [`Bloom::insert_all`] hints a block: enough
+/// misses in flight to cover a memory round trip at a few ns per key.
+const FILL_AHEAD: usize = 16;
+
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Default)]
-struct Block([u64; 8]);
+pub(super) struct Block([u64; 8]);
 
 /// Blocked Bloom filter. An empty filter (0 blocks) answers "maybe" for every key.
 pub(crate) struct Bloom {
@@ -60,10 +64,11 @@ impl Bloom {
         // ln 2 * bits/key, a little lower because blocking raises the false-positive rate
         // less when fewer bits are set per key.
         let probes = ((bits_per_key as f64) * 0.69).round().clamp(1.0, 12.0) as u32;
-        Bloom {
-            blocks: vec![Block::default(); nblocks],
-            probes,
-        }
+        let mut blocks = super::mem::take(nblocks);
+        blocks.resize(nblocks, Block::default());
+        // A recycled array may be larger than this filter needs.
+        blocks.shrink_to_fit();
+        Bloom { blocks, probes }
     }
 
     pub fn enabled(&self) -> bool {
@@ -90,6 +95,32 @@ impl Bloom {
                 b.0[bit >> 6] |= 1u64 << (bit & 63);
                 x = x.wrapping_add(step);
             }
+        }
+    }
+
+    /// Inserts every hash of `hashes`, hinting each one's block into the
+    /// cache [`FILL_AHEAD`] hashes before its bits are set. A filter larger
+    /// than the cache otherwise waits on one miss per key, one after the
+    /// other: 63% of a 1M-key merge's `finish` (`perf annotate`).
+    pub fn insert_all(&mut self, hashes: impl Iterator<Item = u64>) {
+        if self.blocks.is_empty() {
+            return;
+        }
+        let mut ring = [0u64; FILL_AHEAD];
+        let mut n = 0usize;
+        for h in hashes {
+            let slot = n % FILL_AHEAD;
+            if n >= FILL_AHEAD {
+                let due = ring[slot];
+                self.insert_hash(due);
+            }
+            self.prefetch(h);
+            ring[slot] = h;
+            n += 1;
+        }
+        for i in n.saturating_sub(FILL_AHEAD)..n {
+            let due = ring[i % FILL_AHEAD];
+            self.insert_hash(due);
         }
     }
 
@@ -124,6 +155,12 @@ impl Bloom {
     }
 }
 
+impl Drop for Bloom {
+    fn drop(&mut self) {
+        super::mem::give(std::mem::take(&mut self.blocks));
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -144,6 +181,21 @@ mod tests {
             .count();
         let rate = fp as f64 / n as f64;
         assert!(rate < 0.02, "false-positive rate {rate}");
+    }
+
+    #[test]
+    fn insert_all_sets_the_bits_of_one_insert_per_hash() {
+        for n in [0usize, 1, FILL_AHEAD - 1, FILL_AHEAD, FILL_AHEAD + 1, 1000] {
+            let hashes: Vec<u64> = (0..n)
+                .map(|i| hash_key(format!("k{i:015x}").as_bytes()))
+                .collect();
+            let mut one = Bloom::with_capacity(1000, 10);
+            hashes.iter().for_each(|&h| one.insert_hash(h));
+            let mut all = Bloom::with_capacity(1000, 10);
+            all.insert_all(hashes.iter().copied());
+            let bits = |b: &Bloom| b.blocks.iter().map(|x| x.0).collect::<Vec<_>>();
+            assert_eq!(bits(&one), bits(&all), "{n} hashes");
+        }
     }
 
     #[test]

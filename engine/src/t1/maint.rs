@@ -359,7 +359,12 @@ impl Inner {
                 continue;
             }
             let st = shard.state.load_full();
-            if st.frozen.is_some() || st.active.len() >= self.cfg.reorganize_threshold.max(1) {
+            let due = super::merge_due(
+                st.active.len(),
+                st.sorted_count(),
+                self.cfg.reorganize_threshold,
+            );
+            if st.frozen.is_some() || due {
                 drop(st);
                 if !self.append_split(shard) {
                     self.reorganize_shard(shard);

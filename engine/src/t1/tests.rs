@@ -698,3 +698,15 @@ fn concurrent_same_key_writers_resolve_by_seq() {
         assert_eq!(e.payload.inline_bytes(), Some(&e.seq.to_le_bytes()[..]));
     }
 }
+
+#[test]
+fn a_large_shard_merges_at_an_eighth_of_its_sorted_region() {
+    // Small shards merge at the threshold, large ones at an eighth.
+    assert!(!merge_due(0, 0, 0), "an empty append region is never due");
+    assert!(merge_due(1, 0, 0));
+    assert!(!merge_due(65_535, 100_000, 65_536));
+    assert!(merge_due(65_536, 100_000, 65_536));
+    assert!(!merge_due(65_536, 1 << 20, 65_536));
+    assert!(!merge_due((1 << 17) - 1, 1 << 20, 65_536));
+    assert!(merge_due(1 << 17, 1 << 20, 65_536));
+}

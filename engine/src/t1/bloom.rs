@@ -48,6 +48,18 @@ pub(super) struct Block([u64; 8]);
 pub(crate) struct Bloom {
     blocks: Vec<Block>,
     probes: u32,
+    /// Keys the filter was sized for at its `bits_per_key`.
+    capacity: usize,
+    /// Keys inserted so far, including keys since removed from the region
+    /// (a Bloom filter cannot forget them).
+    holds: usize,
+}
+
+/// Keys a merge's filter is sized for, beyond the region's own: room for
+/// the next few merges to add their new keys to a copy of it
+/// ([`Bloom::extended`]) rather than rehash every key (`docs/design.md` §7).
+pub(crate) fn headroom(n: usize) -> usize {
+    n + n / 4
 }
 
 impl Bloom {
@@ -57,6 +69,8 @@ impl Bloom {
             return Bloom {
                 blocks: Vec::new(),
                 probes: 0,
+                capacity: 0,
+                holds: 0,
             };
         }
         let bits = n.saturating_mul(bits_per_key as usize);
@@ -68,7 +82,36 @@ impl Bloom {
         blocks.resize(nblocks, Block::default());
         // A recycled array may be larger than this filter needs.
         blocks.shrink_to_fit();
-        Bloom { blocks, probes }
+        Bloom {
+            blocks,
+            probes,
+            capacity: n,
+            holds: 0,
+        }
+    }
+
+    /// A copy of `self` with `added` inserted, for a region of `n` keys
+    /// made of `self`'s keys (some perhaps gone) and the keys `added`
+    /// hashes; `None` when that would overfill the filter past the size it
+    /// was built for, or leave it sized for more than twice the keys it
+    /// serves: the caller builds a new one. A copy is a memcpy of the
+    /// blocks where a rebuild rehashes every key and waits on a cache miss
+    /// per key (the filter of a 1M-key region is larger than L2).
+    pub fn extended(&self, added: &[u64], n: usize) -> Option<Bloom> {
+        let holds = self.holds.checked_add(added.len())?;
+        if !self.enabled() || holds > self.capacity || n < self.capacity / 2 {
+            return None;
+        }
+        let mut blocks = super::mem::take(self.blocks.len());
+        blocks.extend_from_slice(&self.blocks);
+        let mut b = Bloom {
+            blocks,
+            probes: self.probes,
+            capacity: self.capacity,
+            holds: self.holds,
+        };
+        b.insert_all(added.iter().copied());
+        Some(b)
     }
 
     pub fn enabled(&self) -> bool {
@@ -85,6 +128,7 @@ impl Bloom {
         if self.blocks.is_empty() {
             return;
         }
+        self.holds += 1;
         let bi = self.block_of(h);
         let probes = self.probes;
         if let Some(b) = self.blocks.get_mut(bi) {
@@ -148,6 +192,12 @@ impl Bloom {
             x = x.wrapping_add(step);
         }
         true
+    }
+
+    /// Keys the filter was sized for.
+    #[cfg(test)]
+    pub fn sized_for(&self) -> usize {
+        self.capacity
     }
 
     pub fn heap_bytes(&self) -> usize {

@@ -51,6 +51,12 @@ pub(crate) fn merge(
         }
     }
     let mut b = SortedBuilder::new(fn_ + (shi - slo), fb + sorted.arena_bytes_in(slo, shi));
+    // Merged whole, the region's filter already holds every key of it, so
+    // the new one is a copy plus the keys only the frozen map has.
+    let whole = slo == 0 && shi == sorted.len() && sorted.bloom_enabled();
+    if whole {
+        b = b.tracking_added(fn_);
+    }
     let mut fit = frozen.map(|f| f.map.range(range));
     let mut fcur = fit.as_mut().and_then(|it| it.next());
     let mut i = slo;
@@ -84,8 +90,10 @@ pub(crate) fn merge(
                             }
                             i += 1;
                         }
-                        if keep(&r) {
+                        if keep(&r) && ord == Some(std::cmp::Ordering::Equal) {
                             b.push(fk, r);
+                        } else if keep(&r) {
+                            b.push_added(fk, r);
                         }
                         fcur = fit.as_mut().and_then(|it| it.next());
                     }
@@ -100,7 +108,11 @@ pub(crate) fn merge(
             }
         }
     }
-    b.finish(opts.bloom_bits)
+    if whole {
+        b.finish_extending(opts.bloom_bits, sorted)
+    } else {
+        b.finish(opts.bloom_bits)
+    }
 }
 
 impl Inner {

@@ -6,7 +6,7 @@
 //! 8 key bytes that follow the region's common prefix, so most binary-search steps
 //! compare one `u64` instead of chasing the arena.
 
-use super::bloom::{hash_key, Bloom};
+use super::bloom::{hash_key, headroom, Bloom};
 use super::entry::Rec;
 use super::mem::{give, take};
 use crate::prefetch;
@@ -454,6 +454,9 @@ pub(crate) struct SortedBuilder {
     pushed: usize,
     max_keys: usize,
     large: bool,
+    /// With [`SortedBuilder::tracking_added`]: the hashes of the keys
+    /// pushed with [`SortedBuilder::push_added`].
+    added: Option<Vec<u64>>,
 }
 
 impl SortedBuilder {
@@ -468,7 +471,24 @@ impl SortedBuilder {
             pushed: 0,
             max_keys,
             large: max_bytes > u32::MAX as usize,
+            added: None,
         }
+    }
+
+    /// A builder that records which keys are new to the region whose
+    /// filter [`SortedBuilder::finish_extending`] copies; at most
+    /// `max_added` of them.
+    pub fn tracking_added(mut self, max_added: usize) -> SortedBuilder {
+        self.added = Some(take(max_added));
+        self
+    }
+
+    /// [`SortedBuilder::push`] for a key the extended filter lacks.
+    pub fn push_added(&mut self, key: &[u8], rec: Rec) {
+        if let Some(a) = &mut self.added {
+            a.push(hash_key(key));
+        }
+        self.push(key, rec);
     }
 
     /// The offsets of the keys pushed so far, written out.
@@ -511,7 +531,20 @@ impl SortedBuilder {
         self.recs.push(rec);
     }
 
-    pub fn finish(mut self, bloom_bits_per_key: u32) -> Sorted {
+    pub fn finish(self, bloom_bits_per_key: u32) -> Sorted {
+        self.finish_with(bloom_bits_per_key, None)
+    }
+
+    /// [`SortedBuilder::finish`] for a region made of `base`'s keys (some
+    /// perhaps gone) and those pushed with [`SortedBuilder::push_added`]:
+    /// its filter is a copy of `base`'s with the added keys inserted, when
+    /// that one has room for them (`Bloom::extended`).
+    pub fn finish_extending(self, bloom_bits_per_key: u32, base: &Sorted) -> Sorted {
+        self.finish_with(bloom_bits_per_key, Some(&base.bloom))
+    }
+
+    fn finish_with(mut self, bloom_bits_per_key: u32, base: Option<&Bloom>) -> Sorted {
+        let added = self.added.take();
         self.arena.shrink_to_fit();
         let mut offsets = match self.uniform.filter(|&l| l > 0) {
             Some(len) => Offsets::Fixed(len),
@@ -555,11 +588,21 @@ impl SortedBuilder {
             }
         }
         let mut prefixes = take(n);
-        let mut bloom = Bloom::with_capacity(n, bloom_bits_per_key);
         for i in 0..n {
             prefixes.push(prefix_of(s.key(i).get(s.skip..).unwrap_or(&[])));
         }
-        bloom.insert_all((0..n).map(|i| hash_key(s.key(i))));
+        let extended = match (base, &added) {
+            (Some(b), Some(a)) if bloom_bits_per_key > 0 => b.extended(a, n),
+            _ => None,
+        };
+        let bloom = extended.unwrap_or_else(|| {
+            let mut b = Bloom::with_capacity(headroom(n), bloom_bits_per_key);
+            b.insert_all((0..n).map(|i| hash_key(s.key(i))));
+            b
+        });
+        if let Some(a) = added {
+            super::mem::give(a);
+        }
         s.samples = prefixes.iter().step_by(SAMPLE).copied().collect();
         s.radix = Radix::build(&prefixes);
         s.prefixes = prefixes;
@@ -816,6 +859,56 @@ mod tests {
                 assert_eq!(s.key(i), *k, "key {i} after {first} of one length");
                 assert_eq!(s.find(k), Some(i));
             }
+        }
+    }
+
+    #[test]
+    fn a_merge_extends_its_filter_while_it_has_room_and_rebuilds_after() {
+        let key = |i: usize| format!("k{i:07}").into_bytes();
+        let rec = |i: usize| Rec {
+            seq: i as u64,
+            a: 0,
+            b: 1,
+        };
+        // Even keys first, then merges that add odd ones in steps.
+        let mut base = {
+            let mut b = SortedBuilder::new(1000, 8000);
+            (0..2000).step_by(2).for_each(|i| b.push(&key(i), rec(i)));
+            b.finish(10)
+        };
+        let mut have: Vec<usize> = (0..2000).step_by(2).collect();
+        for (step, add) in [(0, 100), (1, 100), (2, 400)] {
+            let added: Vec<usize> = (0..add).map(|j| 1 + 2 * (step * 100 + j)).collect();
+            let mut all: Vec<usize> = have.iter().chain(&added).copied().collect();
+            all.sort_unstable();
+            all.dedup();
+            let mut b = SortedBuilder::new(all.len(), all.len() * 8).tracking_added(added.len());
+            for &i in &all {
+                if added.contains(&i) && !have.contains(&i) {
+                    b.push_added(&key(i), rec(i));
+                } else {
+                    b.push(&key(i), rec(i));
+                }
+            }
+            let before = base.bloom.sized_for();
+            let next = b.finish_extending(10, &base);
+            // 1000 keys sized for 1250: the first two merges fit, the
+            // third (1200 + 400) does not and is sized for its own keys.
+            let grew = next.bloom.sized_for() > before;
+            assert_eq!(
+                grew,
+                step == 2,
+                "merge {step}: {before} -> {} blocks",
+                next.bloom.sized_for()
+            );
+            for &i in &all {
+                assert!(
+                    next.may_contain_hash(hash_key(&key(i))),
+                    "merge {step} lost key {i}"
+                );
+                assert_eq!(next.find(&key(i)).map(|x| next.key(x)), Some(&key(i)[..]));
+            }
+            (base, have) = (next, all);
         }
     }
 

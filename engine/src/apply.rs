@@ -19,7 +19,7 @@ fn account(res: Upsert, key_len: usize, new: Option<(u32, usize)>, adjust: Adjus
     };
     match res {
         Upsert::Stale => {}
-        Upsert::Inserted => added(adjust),
+        Upsert::Inserted | Upsert::Added => added(adjust),
         Upsert::Replaced(old) => {
             added(adjust);
             if let Payload::Stored(l) = old.payload {
@@ -29,19 +29,35 @@ fn account(res: Upsert, key_len: usize, new: Option<(u32, usize)>, adjust: Adjus
     }
 }
 
+/// Who applies a record, which decides whether T1 must check it against
+/// the versions below its append region (`T1::upsert_ordered`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Applier {
+    /// A writer holding the stripes of its keys (or the gate exclusively):
+    /// its seq is above every version of them in T1.
+    Writer,
+    /// Recovery's replay: a checkpoint may hold newer versions.
+    Replay,
+}
+
 /// Upserts one entry and accounts for it.
 pub(crate) fn upsert(
     t1: &T1,
     key: &[u8],
     seq: u64,
     payload: Payload,
+    by: Applier,
     adjust: Adjust<'_>,
 ) -> Upsert {
     let new = match payload {
         Payload::Stored(l) => Some((l.segment, l.len as usize)),
         _ => None,
     };
-    let r = t1.upsert(key, Entry { seq, payload });
+    let entry = Entry { seq, payload };
+    let r = match by {
+        Applier::Writer => t1.upsert_ordered(key, entry),
+        Applier::Replay => t1.upsert(key, entry),
+    };
     account(r, key.len(), new, adjust);
     r
 }
@@ -63,7 +79,14 @@ pub(crate) fn put_payload(inline: bool, segment: u32, value_off: usize, value: &
 /// Tombstones every live key in `[begin, end)` with `seq`. The caller holds
 /// the writer gate exclusively at run time, so no older write can be
 /// published after this and survive (replay would not let it).
-pub(crate) fn delete_range(t1: &T1, begin: &[u8], end: &[u8], seq: u64, adjust: Adjust<'_>) {
+pub(crate) fn delete_range(
+    t1: &T1,
+    begin: &[u8],
+    end: &[u8],
+    seq: u64,
+    by: Applier,
+    adjust: Adjust<'_>,
+) {
     if begin >= end {
         return;
     }
@@ -76,20 +99,33 @@ pub(crate) fn delete_range(t1: &T1, begin: &[u8], end: &[u8], seq: u64, adjust: 
     }
     drop(c);
     for k in keys {
-        upsert(t1, &k, seq, Payload::Tombstone, adjust);
+        upsert(t1, &k, seq, Payload::Tombstone, by, adjust);
     }
 }
 
-/// Applies a batch body that lies at `body_off` in segment `segment`.
+/// Where a batch body lies in the log, and its seq.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BodyAt {
+    pub segment: u32,
+    /// Offset of the body in the segment.
+    pub off: usize,
+    pub seq: u64,
+}
+
+/// Applies a batch body that lies at `at`.
 pub(crate) fn apply_batch(
     t1: &T1,
     inline: bool,
-    segment: u32,
-    body_off: usize,
-    seq: u64,
+    at: BodyAt,
     body: &[u8],
+    by: Applier,
     adjust: Adjust<'_>,
 ) -> std::result::Result<(), MalformedBatch> {
+    let BodyAt {
+        segment,
+        off: body_off,
+        seq,
+    } = at;
     for op in BatchIter::over(body) {
         match op? {
             BatchOp::Put {
@@ -98,12 +134,12 @@ pub(crate) fn apply_batch(
                 value_offset,
             } => {
                 let p = put_payload(inline, segment, body_off + value_offset, value);
-                upsert(t1, key, seq, p, adjust);
+                upsert(t1, key, seq, p, by, adjust);
             }
             BatchOp::Delete { key } => {
-                upsert(t1, key, seq, Payload::Tombstone, adjust);
+                upsert(t1, key, seq, Payload::Tombstone, by, adjust);
             }
-            BatchOp::DeleteRange { begin, end } => delete_range(t1, begin, end, seq, adjust),
+            BatchOp::DeleteRange { begin, end } => delete_range(t1, begin, end, seq, by, adjust),
         }
     }
     Ok(())
@@ -159,7 +195,12 @@ pub(crate) fn replay_record(
     };
     match h.kind {
         crate::t2::record::Kind::Batch => {
-            apply_batch(t1, inline, seg_id, body_off, h.seq, body, adjust)
+            let at = BodyAt {
+                segment: seg_id,
+                off: body_off,
+                seq: h.seq,
+            };
+            apply_batch(t1, inline, at, body, Applier::Replay, adjust)
                 .map_err(|e| Error::in_record(seg_path, off, e))
         }
         crate::t2::record::Kind::Relocation => {
@@ -188,7 +229,7 @@ pub(crate) fn replay_record(
                     .get(e.value_off..e.value_off + e.old.len as usize)
                     .unwrap_or_default();
                 let p = put_payload(inline, seg_id, body_off + e.value_off, value);
-                upsert(t1, e.key, e.seq, p, adjust);
+                upsert(t1, e.key, e.seq, p, Applier::Replay, adjust);
             }
             Ok(())
         }

@@ -137,7 +137,14 @@ impl Unlogged {
                             value_off,
                             v,
                         );
-                        crate::apply::upsert(&inner.t1, k, lsn(seg.id, at as u32), p, &adjust);
+                        crate::apply::upsert(
+                            &inner.t1,
+                            k,
+                            lsn(seg.id, at as u32),
+                            p,
+                            crate::apply::Applier::Writer,
+                            &adjust,
+                        );
                     }
                     return Ok(last);
                 }

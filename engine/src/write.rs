@@ -266,10 +266,13 @@ impl Inner {
             apply::apply_batch(
                 &self.t1,
                 self.opts.inline_values,
-                a.seg.id,
-                a.body_off,
-                a.lsn,
+                apply::BodyAt {
+                    segment: a.seg.id,
+                    off: a.body_off,
+                    seq: a.lsn,
+                },
                 body,
+                apply::Applier::Writer,
                 &adjust,
             )
             .map_err(|e| Error::InvalidArgument(format!("write batch: {e}")))?;

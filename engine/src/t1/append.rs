@@ -170,6 +170,9 @@ pub(crate) struct AppendMap {
     untracked: AtomicUsize,
     /// Set once a writer has asked maintenance to reorganize this map.
     pub notified: AtomicBool,
+    /// Set by a writer, while registered, before it puts a record whose
+    /// value is in T2 (`ShardState::lower_stored`).
+    stored: AtomicBool,
 }
 
 const INFLIGHT: usize = 32;
@@ -196,6 +199,7 @@ impl AppendMap {
             inflight: std::array::from_fn(|_| AtomicU64::new(0)),
             untracked: AtomicUsize::new(0),
             notified: AtomicBool::new(false),
+            stored: AtomicBool::new(false),
         }
     }
 
@@ -256,6 +260,23 @@ impl AppendMap {
                 self.untracked.fetch_sub(1, Ordering::SeqCst);
             }
         }
+    }
+
+    /// Called by a registered writer before it puts `rec`. SeqCst, like
+    /// [`AppendMap::leave`] after it: a writer that then finds this map
+    /// settled for its key (`is_settled_for`) sees the flag of every
+    /// write of that key here.
+    #[inline]
+    pub fn note(&self, rec: Rec) {
+        if rec.is_stored() && !self.stored.load(Ordering::Relaxed) {
+            self.stored.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether any record put here had its value in T2.
+    #[inline]
+    pub fn holds_stored(&self) -> bool {
+        self.stored.load(Ordering::SeqCst)
     }
 
     pub fn seal(&self) {

@@ -76,6 +76,12 @@ pub enum Upsert {
     Replaced(Entry),
     /// The existing entry had a higher seq; nothing changed.
     Stale,
+    /// Put into the append region by a write ordered with every other
+    /// write of its key (`T1::upsert_ordered`) without reading the regions
+    /// below, because they hold no stored value: whatever version it
+    /// superseded there, if any, was inline or a tombstone and freed no
+    /// bytes in T2.
+    Added,
 }
 
 const TAG_TOMB: u64 = 0;
@@ -137,6 +143,12 @@ impl Rec {
 
     pub fn is_tombstone(&self) -> bool {
         self.b & 0xff == TAG_TOMB
+    }
+
+    /// Whether the value is in T2 (its bytes count as live there).
+    #[inline]
+    pub fn is_stored(&self) -> bool {
+        self.b & 0xff == TAG_STORED
     }
 }
 

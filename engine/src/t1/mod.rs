@@ -375,9 +375,21 @@ impl T1 {
     /// equal seq is the same version moved). Tombstones are entries too.
     /// `Replaced` carries the previous entry, which may be a tombstone.
     pub fn upsert(&self, key: &[u8], entry: Entry) -> Upsert {
+        self.upsert_opt(key, entry, false)
+    }
+
+    /// [`T1::upsert`] for a write ordered with every other write of `key`
+    /// and newer than all of them: it may return [`Upsert::Added`] without
+    /// reading the regions below the active one, when they hold no value
+    /// stored in T2 (so nothing there has bytes to account for).
+    pub fn upsert_ordered(&self, key: &[u8], entry: Entry) -> Upsert {
+        self.upsert_opt(key, entry, true)
+    }
+
+    fn upsert_opt(&self, key: &[u8], entry: Entry, ordered: bool) -> Upsert {
         let fp = &self.inner.stats.bloom_fp;
         let vs = &self.inner.versions;
-        self.with_writer(key, |st| st.upsert(key, entry, vs, fp))
+        self.with_writer(key, |st| st.upsert(key, entry, vs, fp, ordered))
     }
 
     /// Visibility, snapshot registrations and old versions (design.md §8).

@@ -165,14 +165,31 @@ impl ShardState {
     /// Applies a write to this snapshot. The caller has registered in `active` and
     /// waited until `frozen` is settled for this key, so the key's records in every
     /// region below `active` are immutable here.
+    /// Whether the regions below the active one may hold a value stored in
+    /// T2. Called by a registered writer after `T1::with_writer`'s wait, so
+    /// the frozen map's flag covers every write of the writer's key there.
+    #[inline]
+    fn lower_stored(&self) -> bool {
+        self.sorted.holds_stored() || self.frozen.as_ref().is_some_and(|f| f.holds_stored())
+    }
+
+    /// `ordered`: the caller's write is ordered with every other write of
+    /// `key` (the engine's writers hold the key's stripe), so no version
+    /// below can be newer than `entry`; when, besides, nothing below holds
+    /// a stored value, no version there needs accounting for either, and
+    /// the write does not read them ([`Upsert::Added`]). Replay is not
+    /// ordered this way: a checkpoint can hold versions newer than the
+    /// records replayed after it.
     pub fn upsert(
         &self,
         key: &[u8],
         entry: Entry,
         vs: &Versions,
         fp: &std::sync::atomic::AtomicU64,
+        ordered: bool,
     ) -> Upsert {
         let new = Rec::encode(&entry);
+        self.active.note(new);
         let decide = |old: Rec| (entry.seq >= old.seq).then_some(new);
         // A slot's previous version, pushed out by this write, goes to the
         // store if a reader may still need it.
@@ -186,6 +203,13 @@ impl ShardState {
                 return match e.value().update_keeping(decide, displaced) {
                     (old, true) => Upsert::Replaced(old.decode()),
                     (_, false) => Upsert::Stale,
+                };
+            }
+            if ordered && !self.lower_stored() {
+                return match self.active.insert_at(key, new, sp, decide, displaced) {
+                    MapInsert::Inserted => Upsert::Added,
+                    MapInsert::Existing(old, true) => Upsert::Replaced(old.decode()),
+                    MapInsert::Existing(_, false) => Upsert::Stale,
                 };
             }
             let lower = self.get_lower(key, fp);
@@ -213,6 +237,7 @@ impl ShardState {
         new: Rec,
         fp: &std::sync::atomic::AtomicU64,
     ) -> bool {
+        self.active.note(new);
         let decide = |cur: Rec| (cur == expect).then_some(new);
         if let Some(e) = self.active.map.get(key) {
             return e.value().update(decide).1;

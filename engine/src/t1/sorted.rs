@@ -120,6 +120,8 @@ pub(crate) struct Sorted {
     exact_len: Option<usize>,
     tail: Box<[u8]>,
     bloom: Bloom,
+    /// Whether any record's value is in T2 (`ShardState::lower_stored`).
+    stored: bool,
 }
 
 #[inline]
@@ -391,6 +393,11 @@ impl Sorted {
         (lo, block)
     }
 
+    /// Whether any record's value is in T2.
+    pub fn holds_stored(&self) -> bool {
+        self.stored
+    }
+
     pub fn bloom_enabled(&self) -> bool {
         self.bloom.enabled()
     }
@@ -457,6 +464,7 @@ pub(crate) struct SortedBuilder {
     /// With [`SortedBuilder::tracking_added`]: the hashes of the keys
     /// pushed with [`SortedBuilder::push_added`].
     added: Option<Vec<u64>>,
+    stored: bool,
 }
 
 impl SortedBuilder {
@@ -472,6 +480,7 @@ impl SortedBuilder {
             max_keys,
             large: max_bytes > u32::MAX as usize,
             added: None,
+            stored: false,
         }
     }
 
@@ -524,6 +533,7 @@ impl SortedBuilder {
             }
         }
         self.pushed += 1;
+        self.stored |= rec.is_stored();
         self.arena.extend_from_slice(key);
         if let Some(o) = &mut self.offsets {
             o.push(self.arena.len());
@@ -564,6 +574,7 @@ impl SortedBuilder {
             exact_len: None,
             tail: Box::default(),
             bloom: Bloom::with_capacity(0, 0),
+            stored: self.stored,
         };
         let n = s.len();
         if n == 0 {

@@ -710,3 +710,38 @@ fn a_large_shard_merges_at_an_eighth_of_its_sorted_region() {
     assert!(!merge_due((1 << 17) - 1, 1 << 20, 65_536));
     assert!(merge_due(1 << 17, 1 << 20, 65_536));
 }
+
+#[test]
+fn an_ordered_write_reads_below_only_while_a_stored_value_may_be_there() {
+    let t = T1::new(cfg(1 << 20, 1 << 20, false));
+    // Only inline values below: the write is added without a read.
+    t.upsert(b"a", inline(1, b"v1"));
+    t.upsert(b"b", inline(2, b"v2"));
+    t.reorganize_all();
+    assert_eq!(t.upsert_ordered(b"a", inline(3, b"v3")), Upsert::Added);
+    assert_eq!(t.get(b"a"), Some(inline(3, b"v3")));
+    // In the append region the slot is read as before.
+    assert_eq!(
+        t.upsert_ordered(b"a", inline(4, b"v4")),
+        Upsert::Replaced(inline(3, b"v3"))
+    );
+    // A stored value in the frozen map: its bytes must be freed, so the
+    // write reads below again.
+    t.upsert(b"c", stored(5, 7));
+    freeze_shard_of(&t, b"c");
+    assert_eq!(
+        t.upsert_ordered(b"c", inline(6, b"v6")),
+        Upsert::Replaced(stored(5, 7))
+    );
+    // And in the sorted region, after the merge.
+    t.upsert(b"d", stored(7, 8));
+    t.reorganize_all();
+    assert_eq!(
+        t.upsert_ordered(b"d", tomb(8)),
+        Upsert::Replaced(stored(7, 8))
+    );
+    assert_eq!(t.get(b"d"), None);
+    // Replay is not ordered: an older record loses to what is there.
+    assert_eq!(t.upsert(b"b", inline(1, b"old")), Upsert::Stale);
+    assert_eq!(t.get(b"b"), Some(inline(2, b"v2")));
+}

@@ -101,7 +101,7 @@ pub struct T1Config {
     pub split_threshold: usize,
     /// Append-region entries before a background reorganize of that shard,
     /// at least; a shard with a large sorted region waits for an eighth of
-    /// it (see [`merge_due`]).
+    /// it (see `merge_due`).
     pub reorganize_threshold: usize,
     /// Bloom filter bits per key in sorted regions; 0 disables the filter.
     pub bloom_bits_per_key: u32,

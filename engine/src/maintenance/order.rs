@@ -33,18 +33,41 @@ pub(crate) struct Policy {
     /// Runs of [`IN_ORDER_RUN`] values stay; when false, every selected
     /// value moves.
     keep_runs: bool,
+    /// How many runs the walk follows at once. Several writers appending
+    /// keys in order interleave in the log: in key order their values
+    /// alternate between one ascending run per writer, each with a few
+    /// records of the others in its gaps. Followed one at a time, every
+    /// step breaks the run and all of it moves.
+    chains: usize,
 }
 
-/// Sorted runs while writes go on: runs whose gaps hold record headers and
-/// keys count as in order, so a key-order load is not copied while it is
-/// being written (that would double `fillseq`'s writes), and only windows
-/// that are mostly scattered move (see [`BACKGROUND_MIN_SCATTERED`]).
+/// A merge of sorted runs while writes go on: runs whose gaps hold record
+/// headers and keys count as in order, and only windows that are mostly
+/// scattered move (see [`BACKGROUND_MIN_SCATTERED`]). One run at a time:
+/// the runs being merged are each in key order, and followed side by side
+/// they would all stay where they are.
 pub(crate) const WHILE_WRITING: Policy = Policy {
     max_gap: 4096,
     max_gap_share: 0.0,
     min_scattered: BACKGROUND_MIN_SCATTERED,
     keep_runs: true,
+    chains: 1,
 };
+
+/// A tail sort while writes go on ([`WHILE_WRITING`]'s rule), following up
+/// to [`TAIL_CHAINS`] runs at once, so that a key-order load is not copied
+/// while it is being written, by one writer or by several (copying it
+/// would double `fillseq`'s writes; a 4-thread `insert` of 1 KiB values
+/// spent a third of its samples rewriting its own key-order tail).
+pub(crate) const TAIL_WHILE_WRITING: Policy = Policy {
+    chains: TAIL_CHAINS,
+    ..WHILE_WRITING
+};
+
+/// Interleaved key-order runs a tail sort leaves in place: one per writer
+/// of a parallel key-order load, up to this many. A range then reads one
+/// extent per run kept, so they count as that many sorted runs.
+pub(crate) const TAIL_CHAINS: usize = 8;
 
 /// The pass once writes go quiet, RocksDB's automatic compaction: values in
 /// key order count as in order only when packed, so a key-order load is
@@ -59,6 +82,7 @@ const WHEN_QUIET: Policy = Policy {
     max_gap_share: QUIET_GAP_SHARE,
     min_scattered: BACKGROUND_MIN_SCATTERED,
     keep_runs: true,
+    chains: 1,
 };
 
 /// `compact_range`, a full rewrite asked for by the user: only values
@@ -71,6 +95,7 @@ const COMPACT_RANGE: Policy = Policy {
     max_gap_share: 0.0,
     min_scattered: 0.0,
     keep_runs: true,
+    chains: 1,
 };
 
 /// Every selected value moves, in key order (a close that cut a sort
@@ -80,6 +105,7 @@ pub(crate) const EVERY: Policy = Policy {
     max_gap_share: 0.0,
     min_scattered: 0.0,
     keep_runs: false,
+    chains: 1,
 };
 
 /// The idle pass packs a key-order run only when its gaps (record header,
@@ -107,20 +133,39 @@ pub(crate) const BACKGROUND_MIN_SCATTERED: f64 = 0.25;
 
 type Held = (Vec<u8>, Locator, Entry);
 
+/// A run of values lying back to back in one segment, as the walk follows
+/// it.
+struct Chain {
+    /// The run's values, held until it proves long enough to keep.
+    run: Vec<Held>,
+    /// Segment and end offset of its last value.
+    end: (u32, u64),
+    keeping: bool,
+    /// When the walk last extended it (values seen), for eviction.
+    used: u64,
+    /// The last [`RANGE`] of the walk (1-based) it kept a value in.
+    counted_in: u64,
+}
+
+/// The walk counts the runs it keeps per this many values: about a short
+/// scan's reach.
+const RANGE: u64 = 64;
+
 /// One walk of T1 in key order, classifying each stored value as in a
 /// long run (kept) or scattered (moved, window by window).
 struct Walk<'a> {
     mover: Mover<'a>,
     policy: Policy,
-    /// The current run of values lying back to back in one segment, held
-    /// until it proves long enough to keep.
-    run: Vec<Held>,
-    run_end: Option<(u32, u64)>,
-    keeping: bool,
+    /// The runs followed, at most `policy.chains`.
+    chains: Vec<Chain>,
     /// Scattered values of the current window.
     scattered: Vec<Held>,
     seen: usize,
     kept: u64,
+    /// Values observed so far (the chains' clock).
+    clock: u64,
+    /// Over every [`RANGE`] of the walk, the runs that kept a value in it.
+    kept_in_ranges: u64,
 }
 
 impl<'a> Walk<'a> {
@@ -128,50 +173,117 @@ impl<'a> Walk<'a> {
         Walk {
             mover: Mover::new(inner),
             policy,
-            run: Vec::new(),
-            run_end: None,
-            keeping: false,
+            chains: Vec::with_capacity(policy.chains.max(1)),
             scattered: Vec::new(),
             seen: 0,
             kept: 0,
+            clock: 0,
+            kept_in_ranges: 0,
         }
+    }
+
+    /// The chain `l` continues: same segment, at most the policy's gap past
+    /// its end; the nearest of several.
+    fn continued(&self, l: Locator) -> Option<usize> {
+        let off = u64::from(l.offset);
+        let p = self.policy;
+        let mut best: Option<(usize, u64)> = None;
+        for (i, c) in self.chains.iter().enumerate() {
+            let (seg, end) = c.end;
+            if seg != l.segment || off < end {
+                continue;
+            }
+            let gap = off - end;
+            let near = gap <= p.max_gap || gap as f64 <= p.max_gap_share * f64::from(l.len);
+            if near && best.is_none_or(|(_, g)| gap < g) {
+                best = Some((i, gap));
+            }
+        }
+        best.map(|(i, _)| i)
     }
 
     fn observe(&mut self, key: &[u8], l: Locator, e: Entry) {
-        let off = u64::from(l.offset);
-        let adjacent = self.run_end.is_some_and(|(ps, pe)| {
-            ps == l.segment
-                && off >= pe
-                && (off - pe <= self.policy.max_gap
-                    || (off - pe) as f64 <= self.policy.max_gap_share * f64::from(l.len))
-        });
-        if !adjacent {
-            self.end_run();
-        }
-        self.run_end = Some((l.segment, off + u64::from(l.len)));
+        self.clock += 1;
+        let i = match self.continued(l) {
+            Some(i) => i,
+            None if self.chains.len() < self.policy.chains.max(1) => {
+                self.chains.push(Chain {
+                    run: Vec::new(),
+                    end: (0, 0),
+                    keeping: false,
+                    used: 0,
+                    counted_in: 0,
+                });
+                self.chains.len() - 1
+            }
+            None => {
+                // The run followed longest ago ends, and `l` starts anew.
+                let i = (0..self.chains.len())
+                    .min_by_key(|&i| self.chains.get(i).map_or(0, |c| c.used))
+                    .unwrap_or(0);
+                self.end_chain(i);
+                i
+            }
+        };
         self.seen += 1;
-        if self.keeping {
+        let Some(c) = self.chains.get_mut(i) else {
+            return;
+        };
+        c.end = (l.segment, u64::from(l.offset) + u64::from(l.len));
+        c.used = self.clock;
+        if c.keeping {
             self.kept += 1;
         } else {
-            self.run.push((key.to_vec(), l, e));
-            if self.policy.keep_runs && self.run.len() >= IN_ORDER_RUN {
-                self.kept += self.run.len() as u64;
-                self.run.clear();
-                self.keeping = true;
+            c.run.push((key.to_vec(), l, e));
+            if self.policy.keep_runs && c.run.len() >= IN_ORDER_RUN {
+                self.kept += c.run.len() as u64;
+                c.run.clear();
+                c.keeping = true;
             }
+        }
+        let range = (self.clock - 1) / RANGE + 1;
+        if c.keeping && c.counted_in != range {
+            c.counted_in = range;
+            self.kept_in_ranges += 1;
         }
     }
 
-    /// The run ends: too short to keep, so its values are scattered.
-    fn end_run(&mut self) {
-        self.scattered.append(&mut self.run);
-        self.keeping = false;
+    /// Runs kept per [`RANGE`] of the walk, rounded: the extents a short
+    /// range of what it walked reads, besides what it moved.
+    fn runs_kept(&self) -> usize {
+        let ranges = self.clock.div_ceil(RANGE).max(1);
+        match self.kept_in_ranges {
+            0 => 0,
+            k => ((k as f64 / ranges as f64).round() as usize).max(1),
+        }
+    }
+
+    /// Chain `i`'s run ends; if it was too short to keep, its values are
+    /// scattered.
+    fn end_chain(&mut self, i: usize) {
+        if let Some(c) = self.chains.get_mut(i) {
+            self.scattered.append(&mut c.run);
+            c.keeping = false;
+            c.counted_in = 0;
+        }
+    }
+
+    /// Every run ends (the walk does).
+    fn end_runs(&mut self) {
+        for i in 0..self.chains.len() {
+            self.end_chain(i);
+        }
     }
 
     /// Closes the window: moves its scattered values if there are enough.
     fn close_window(&mut self, rep: &mut DefragReport) -> Result<()> {
         let enough = self.scattered.len() as f64 >= self.policy.min_scattered * self.seen as f64;
         if enough {
+            // Runs followed side by side end out of key order; the moved
+            // values are packed in key order all the same.
+            if self.chains.len() > 1 {
+                self.scattered.sort_by(|a, b| a.0.cmp(&b.0));
+            }
             for (k, l, e) in std::mem::take(&mut self.scattered) {
                 self.mover.move_indexed(&k, l, e, rep)?;
             }
@@ -189,6 +301,8 @@ pub(crate) struct Step {
     pub rep: DefragReport,
     /// Values left in place (long runs, or windows not worth moving).
     pub kept: u64,
+    /// The runs the walk kept in place side by side (`Walk::runs_kept`).
+    pub runs_kept: usize,
     /// The key to resume from, or `None` once the range is done.
     pub resume: Option<Vec<u8>>,
 }
@@ -242,12 +356,13 @@ pub(crate) fn walk_with(
         }
         cur.next();
     }
-    w.end_run();
+    w.end_runs();
     w.close_window(&mut rep)?;
     w.mover.flush(&mut rep)?;
     Ok(Step {
         rep,
         kept: w.kept,
+        runs_kept: w.runs_kept(),
         resume,
     })
 }

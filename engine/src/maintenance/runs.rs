@@ -80,7 +80,8 @@ pub(crate) fn unsorted_bytes(inner: &Inner) -> u64 {
 
 #[derive(Clone, Copy)]
 struct Run {
-    /// First segment of the run's output.
+    /// First segment of the run's output, or of the values a tail sort
+    /// left in place.
     start: u32,
     level: u8,
 }
@@ -102,6 +103,9 @@ struct Job {
     /// [`Runs::close`]).
     redo_below: Option<Vec<u8>>,
     moved: u64,
+    /// The most key-order runs a step of a tail sort left in place side by
+    /// side (`order::Step::runs_kept`).
+    runs_kept: usize,
     t0: Instant,
 }
 
@@ -193,6 +197,7 @@ impl Runs {
             resume: None,
             redo_below: None,
             moved: 0,
+            runs_kept: 0,
             t0: Instant::now(),
         }
     }
@@ -345,17 +350,24 @@ impl Runs {
             }
             job.resume = Some(k);
         }
+        let policy = match job.merges {
+            Some(_) => order::WHILE_WRITING,
+            None => order::TAIL_WHILE_WRITING,
+        };
         let walked = order::walk_with(
             inner,
             job.resume.as_deref(),
             None,
-            order::WHILE_WRITING,
+            policy,
             &select,
             budget,
             go_on,
         );
         let Step {
-            mut rep, resume, ..
+            mut rep,
+            resume,
+            runs_kept,
+            ..
         } = match walked {
             Ok(step) => step,
             Err(e) => {
@@ -368,6 +380,7 @@ impl Runs {
         };
         rep.absorb(redo);
         job.moved += rep.moved_values;
+        job.runs_kept = job.runs_kept.max(runs_kept);
         let done = resume.is_none();
         job.resume = resume;
         if (done && job.moved > 0) || (job.merges.is_some() && rep.moved_values > 0) {
@@ -391,18 +404,34 @@ impl Runs {
             self.tail = job.began;
             inner.packed.forget_below(self.tail);
         }
-        self.runs.push(Run {
-            start: job.began,
-            level: job.level,
-        });
+        // A tail kept as several interleaved key-order runs reads one
+        // extent per run, so it counts as that many: FANIN of them merge.
+        // What it kept lies where it was written, from the tail's first
+        // segment on, so a merge must start there. A merge's output is one
+        // run.
+        let (kept, start) = match job.merges {
+            None if job.runs_kept > 0 => (job.runs_kept, job.from),
+            _ => (1, job.began),
+        };
+        for _ in 0..kept {
+            self.runs.push(Run {
+                start,
+                level: job.level,
+            });
+        }
         self.publish(inner);
         inner.info.log(format_args!(
-            "sorted run: {} {} values from segment {} on into a level-{} run in {:.3} s; {} runs",
+            "sorted run: {} {} values from segment {} on into a level-{} run in {:.3} s{}; {} runs",
             job.word("merged", "sorted"),
             job.moved,
             job.from,
             job.level,
             job.t0.elapsed().as_secs_f64(),
+            if kept > 1 {
+                format!(", {kept} key-order runs left in place")
+            } else {
+                String::new()
+            },
             self.runs.len()
         ));
     }

@@ -68,11 +68,11 @@ pub(crate) fn merge(
                 let fk: &[u8] = fe.key();
                 match s.map(|sk| fk.cmp(sk)) {
                     Some(std::cmp::Ordering::Greater) => {
-                        let r = sorted.rec(i);
-                        if keep(&r) {
-                            b.push(sorted.key(i), r);
-                        }
-                        i += 1;
+                        // The sorted keys below the next frozen one are
+                        // unchanged: copy them as one run.
+                        let j = sorted.lower_bound_from(i, shi, fk);
+                        copy_kept(&mut b, sorted, i, j, &keep);
+                        i = j;
                     }
                     ord => {
                         let (c, p) = fe.value().read2();
@@ -99,20 +99,36 @@ pub(crate) fn merge(
                     }
                 }
             }
-            (None, Some(sk)) => {
-                let r = sorted.rec(i);
-                if keep(&r) {
-                    b.push(sk, r);
-                }
-                i += 1;
+            (None, Some(_)) => {
+                copy_kept(&mut b, sorted, i, shi, &keep);
+                i = shi;
             }
         }
     }
-    if whole {
-        b.finish_extending(opts.bloom_bits, sorted)
-    } else {
-        b.finish(opts.bloom_bits)
+    b.finish_over(opts.bloom_bits, sorted, whole)
+}
+
+/// Pushes the entries of `sorted[i..j)` that `keep` keeps, as runs copied
+/// whole: one run unless the region holds tombstones to drop.
+fn copy_kept(
+    b: &mut SortedBuilder,
+    sorted: &Sorted,
+    i: usize,
+    j: usize,
+    keep: &dyn Fn(&super::entry::Rec) -> bool,
+) {
+    if !sorted.has_tombstones() {
+        b.push_run(sorted, i, j);
+        return;
     }
+    let mut start = i;
+    for k in i..j {
+        if !keep(&sorted.rec(k)) {
+            b.push_run(sorted, start, k);
+            start = k + 1;
+        }
+    }
+    b.push_run(sorted, start, j);
 }
 
 impl Inner {

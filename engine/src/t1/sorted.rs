@@ -122,6 +122,9 @@ pub(crate) struct Sorted {
     bloom: Bloom,
     /// Whether any record's value is in T2 (`ShardState::lower_stored`).
     stored: bool,
+    /// Whether any record is a tombstone: a run copied from a region
+    /// without one needs no look at its records (`SortedBuilder::push_run`).
+    tombstones: bool,
 }
 
 #[inline]
@@ -419,6 +422,37 @@ impl Sorted {
         (lo, hi.max(lo))
     }
 
+    /// First index in `[i, hi)` whose key is `>= q` (`hi` if none), for a
+    /// `q` that sorts after key `i`: a gallop from `i`, so a short run costs
+    /// a few compares and a long one a binary search of its length.
+    pub fn lower_bound_from(&self, i: usize, hi: usize, q: &[u8]) -> usize {
+        let (mut lo, mut step) = (i, 1usize);
+        let mut top = hi;
+        while lo + step < hi {
+            if self.key(lo + step) >= q {
+                top = lo + step;
+                break;
+            }
+            lo += step;
+            step *= 2;
+        }
+        // key(lo) < q, and key(top) >= q or top == hi.
+        let (mut a, mut b) = (lo + 1, top);
+        while a < b {
+            let m = a + (b - a) / 2;
+            if self.key(m) < q {
+                a = m + 1;
+            } else {
+                b = m;
+            }
+        }
+        a
+    }
+
+    pub fn has_tombstones(&self) -> bool {
+        self.tombstones
+    }
+
     pub fn arena_bytes_in(&self, lo: usize, hi: usize) -> usize {
         self.offsets.get(hi).saturating_sub(self.offsets.get(lo))
     }
@@ -465,6 +499,33 @@ pub(crate) struct SortedBuilder {
     /// pushed with [`SortedBuilder::push_added`].
     added: Option<Vec<u64>>,
     stored: bool,
+    tombstones: bool,
+    /// The runs pushed with [`SortedBuilder::push_run`], in order: their
+    /// search prefixes are copied at finish rather than recomputed.
+    copied: Vec<Copied>,
+}
+
+/// `len` entries of a source region, from its index `from`, pushed whole
+/// at index `at`.
+#[derive(Clone, Copy)]
+struct Copied {
+    at: usize,
+    from: usize,
+    len: usize,
+}
+
+/// The indices below `n` that no run of `copied` (in order) covers.
+fn uncopied(copied: &[Copied], n: usize) -> impl Iterator<Item = usize> + '_ {
+    let mut k = 0;
+    copied
+        .iter()
+        .map(|c| (c.at, c.at + c.len))
+        .chain(std::iter::once((n, n)))
+        .flat_map(move |(at, end)| {
+            let r = k..at;
+            k = end;
+            r
+        })
 }
 
 impl SortedBuilder {
@@ -481,11 +542,13 @@ impl SortedBuilder {
             large: max_bytes > u32::MAX as usize,
             added: None,
             stored: false,
+            tombstones: false,
+            copied: Vec::new(),
         }
     }
 
     /// A builder that records which keys are new to the region whose
-    /// filter [`SortedBuilder::finish_extending`] copies; at most
+    /// filter [`SortedBuilder::finish_over`] copies; at most
     /// `max_added` of them.
     pub fn tracking_added(mut self, max_added: usize) -> SortedBuilder {
         self.added = Some(take(max_added));
@@ -534,6 +597,7 @@ impl SortedBuilder {
         }
         self.pushed += 1;
         self.stored |= rec.is_stored();
+        self.tombstones |= rec.is_tombstone();
         self.arena.extend_from_slice(key);
         if let Some(o) = &mut self.offsets {
             o.push(self.arena.len());
@@ -541,19 +605,69 @@ impl SortedBuilder {
         self.recs.push(rec);
     }
 
+    /// Pushes `src[i..j)`, whose keys sort after every key pushed so far,
+    /// as one copy of its keys and records. A merge copies the stretches
+    /// of the old region that the frozen map leaves alone this way, so it
+    /// costs what changed plus a `memcpy` of the rest; [`SortedBuilder::finish_over`]
+    /// then copies their search prefixes too.
+    pub fn push_run(&mut self, src: &Sorted, i: usize, j: usize) {
+        let j = j.min(src.len());
+        if i >= j {
+            return;
+        }
+        let at = self.pushed;
+        match src.offsets {
+            Offsets::Fixed(len)
+                if self.offsets.is_none() && (at == 0 || self.uniform == Some(len)) =>
+            {
+                self.uniform = Some(len);
+                self.arena
+                    .extend_from_slice(src.arena.get(i * len..j * len).unwrap_or(&[]));
+                self.recs
+                    .extend_from_slice(src.recs.get(i..j).unwrap_or(&[]));
+                self.pushed += j - i;
+                let span = src.recs.get(i..j).unwrap_or(&[]);
+                if src.stored {
+                    self.stored |= span.iter().any(Rec::is_stored);
+                }
+                if src.tombstones {
+                    self.tombstones |= span.iter().any(Rec::is_tombstone);
+                }
+            }
+            // Keys of several lengths: their offsets are rebased one by one.
+            _ => (i..j).for_each(|k| self.push(src.key(k), src.rec(k))),
+        }
+        match self.copied.last_mut() {
+            Some(c) if c.at + c.len == at && c.from + c.len == i => c.len += j - i,
+            _ => self.copied.push(Copied {
+                at,
+                from: i,
+                len: j - i,
+            }),
+        }
+    }
+
     pub fn finish(self, bloom_bits_per_key: u32) -> Sorted {
-        self.finish_with(bloom_bits_per_key, None)
+        self.finish_with(bloom_bits_per_key, None, None)
     }
 
-    /// [`SortedBuilder::finish`] for a region made of `base`'s keys (some
-    /// perhaps gone) and those pushed with [`SortedBuilder::push_added`]:
-    /// its filter is a copy of `base`'s with the added keys inserted, when
-    /// that one has room for them (`Bloom::extended`).
-    pub fn finish_extending(self, bloom_bits_per_key: u32, base: &Sorted) -> Sorted {
-        self.finish_with(bloom_bits_per_key, Some(&base.bloom))
+    /// [`SortedBuilder::finish`] for a region built from `base`'s keys (some
+    /// perhaps gone, runs of them pushed with [`SortedBuilder::push_run`])
+    /// and others. With `extend`, the region holds all of `base`'s keys
+    /// and those pushed with [`SortedBuilder::push_added`], and its filter
+    /// is a copy of `base`'s with the added keys inserted, when that one
+    /// has room for them (`Bloom::extended`).
+    pub fn finish_over(self, bloom_bits_per_key: u32, base: &Sorted, extend: bool) -> Sorted {
+        let bloom = extend.then_some(&base.bloom);
+        self.finish_with(bloom_bits_per_key, bloom, Some(base))
     }
 
-    fn finish_with(mut self, bloom_bits_per_key: u32, base: Option<&Bloom>) -> Sorted {
+    fn finish_with(
+        mut self,
+        bloom_bits_per_key: u32,
+        base: Option<&Bloom>,
+        src: Option<&Sorted>,
+    ) -> Sorted {
         let added = self.added.take();
         self.arena.shrink_to_fit();
         let mut offsets = match self.uniform.filter(|&l| l > 0) {
@@ -575,6 +689,7 @@ impl SortedBuilder {
             tail: Box::default(),
             bloom: Bloom::with_capacity(0, 0),
             stored: self.stored,
+            tombstones: self.tombstones,
         };
         let n = s.len();
         if n == 0 {
@@ -588,19 +703,45 @@ impl SortedBuilder {
             .count();
         let common_word = prefix_of(first.get(..skip.min(8)).unwrap_or(&[]));
         (s.skip, s.common_word) = (skip, common_word);
+        // The copied runs' prefixes (and tails) are the source's when the
+        // common prefix is the same length: only the other keys are read.
+        let copied = match src {
+            Some(src) if src.skip == skip && src.prefixes.len() == src.len() => {
+                std::mem::take(&mut self.copied)
+            }
+            _ => Vec::new(),
+        };
         if let Offsets::Fixed(len) = s.offsets {
             fn tail(k: &[u8], skip: usize) -> &[u8] {
                 k.get(skip + 8..).unwrap_or(&[])
             }
             let t: Box<[u8]> = tail(s.key(0), skip).into();
-            if (1..n).all(|i| tail(s.key(i), skip) == &*t) {
+            let src_same = src.is_some_and(|src| src.exact_len == Some(len) && src.tail == t);
+            let same = |i: usize| tail(s.key(i), skip) == &*t;
+            let all = if src_same && !copied.is_empty() {
+                uncopied(&copied, n).all(same)
+            } else {
+                (1..n).all(same)
+            };
+            if all {
                 s.tail = t;
                 s.exact_len = Some(len);
             }
         }
         let mut prefixes = take(n);
-        for i in 0..n {
-            prefixes.push(prefix_of(s.key(i).get(s.skip..).unwrap_or(&[])));
+        let prefix = |i: usize| prefix_of(s.key(i).get(skip..).unwrap_or(&[]));
+        match src {
+            Some(src) if !copied.is_empty() => {
+                let mut k = 0;
+                for c in &copied {
+                    prefixes.extend((k..c.at).map(prefix));
+                    prefixes
+                        .extend_from_slice(src.prefixes.get(c.from..c.from + c.len).unwrap_or(&[]));
+                    k = c.at + c.len;
+                }
+                prefixes.extend((k..n).map(prefix));
+            }
+            _ => prefixes.extend((0..n).map(prefix)),
         }
         let extended = match (base, &added) {
             (Some(b), Some(a)) if bloom_bits_per_key > 0 => b.extended(a, n),
@@ -874,6 +1015,89 @@ mod tests {
     }
 
     #[test]
+    fn runs_copied_whole_read_back_as_keys_pushed_one_by_one() {
+        // Fixed-length keys (copied as slices) and mixed lengths (rebased
+        // one by one), with a shared tail and without, runs that are joined
+        // and runs that are not: the result must equal a region built by
+        // pushing every key.
+        let fixed = |i: usize| format!("k{i:07}").into_bytes();
+        let padded = |i: usize| {
+            let mut k = format!("{i:08}").into_bytes();
+            k.resize(16, 0);
+            k
+        };
+        let mixed = |i: usize| format!("m{i}").into_bytes();
+        let rec = |i: usize| Rec {
+            seq: i as u64,
+            a: i as u64,
+            b: if i.is_multiple_of(7) { 0 } else { 1 },
+        };
+        let gens: [&dyn Fn(usize) -> Vec<u8>; 3] = [&fixed, &padded, &mixed];
+        for (g, key) in gens.iter().enumerate() {
+            let mut src_keys: Vec<Vec<u8>> = (0..3000).step_by(3).map(key).collect();
+            src_keys.sort();
+            let src = {
+                let mut b = SortedBuilder::new(src_keys.len(), src_keys.len() * 16);
+                src_keys
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, k)| b.push(k, rec(i)));
+                b.finish(10)
+            };
+            // New keys between runs, a gap of dropped keys, and runs back
+            // to back.
+            let mut b = SortedBuilder::new(src.len() + 100, (src.len() + 100) * 16);
+            let mut want: Vec<(Vec<u8>, Rec)> = Vec::new();
+            let mut i = 0;
+            for (n, cut) in [
+                (0usize, 10usize),
+                (1, 25),
+                (0, 40),
+                (2, 300),
+                (0, 301),
+                (1, 1000),
+            ] {
+                let cut = cut.min(src.len());
+                b.push_run(&src, i, cut);
+                want.extend((i..cut).map(|k| (src.key(k).to_vec(), src.rec(k))));
+                i = cut + n;
+                if let Some(next) = (i < src.len()).then(|| src.key(i).to_vec()) {
+                    // A key between the last copied one and the next.
+                    let mut k = want.last().map_or(Vec::new(), |w| w.0.clone());
+                    k.push(0);
+                    if k < next && !want.iter().any(|w| w.0 == k) {
+                        b.push(&k, rec(7));
+                        want.push((k, rec(7)));
+                    }
+                }
+            }
+            let got = b.finish_over(10, &src, false);
+            let plain = {
+                let mut b = SortedBuilder::new(want.len(), want.len() * 16);
+                want.iter().for_each(|(k, r)| b.push(k, *r));
+                b.finish(10)
+            };
+            assert_eq!(got.len(), want.len(), "generator {g}");
+            assert_eq!(got.prefixes, plain.prefixes, "generator {g}");
+            assert_eq!(got.exact_len, plain.exact_len, "generator {g}");
+            assert_eq!(
+                got.has_tombstones(),
+                plain.has_tombstones(),
+                "generator {g}"
+            );
+            for (j, (k, r)) in want.iter().enumerate() {
+                assert_eq!(got.key(j), k.as_slice(), "generator {g}, key {j}");
+                assert_eq!(got.rec(j), *r, "generator {g}, rec {j}");
+                assert_eq!(got.find(k), Some(j), "generator {g}, find {j}");
+                let from = j.saturating_sub(5);
+                if got.key(from) < k.as_slice() {
+                    assert_eq!(got.lower_bound_from(from, got.len(), k), j);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_merge_extends_its_filter_while_it_has_room_and_rebuilds_after() {
         let key = |i: usize| format!("k{i:07}").into_bytes();
         let rec = |i: usize| Rec {
@@ -902,7 +1126,7 @@ mod tests {
                 }
             }
             let before = base.bloom.sized_for();
-            let next = b.finish_extending(10, &base);
+            let next = b.finish_over(10, &base, true);
             // 1000 keys sized for 1250: the first two merges fit, the
             // third (1200 + 400) does not and is sized for its own keys.
             let grew = next.bloom.sized_for() > before;

@@ -88,7 +88,7 @@ impl Inner {
         h[5..9].copy_from_slice(&(value.len() as u32).to_le_bytes());
         let value_crc = crate::crc::crc32c(value);
         let crc = value_crc.to_le_bytes();
-        let body_crc = crate::t2::value_crc::body_crc(&[&h, key, &crc], value_crc, value.len());
+        let body_crc = crate::t2::value_crc::body_crc(&[&h, key, &crc], value, value_crc);
         self.commit(
             wo,
             &[&h, key, &crc, value],

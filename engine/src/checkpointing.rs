@@ -37,7 +37,7 @@ impl Inner {
     }
 
     pub(crate) fn log_bytes_since_checkpoint(&self) -> u64 {
-        let appended = self.log.appended.load(Ordering::Relaxed);
+        let appended = self.log.appended.get();
         self.since_ckpt_base.load(Ordering::Relaxed)
             + appended.saturating_sub(self.appended_at_ckpt.load(Ordering::Relaxed))
     }
@@ -51,10 +51,7 @@ impl Inner {
             // Unlogged puts below P must be in a sealed record, since replay
             // starts at P.
             self.unlogged.seal(self)?;
-            (
-                self.log.tail_lsn(),
-                self.log.appended.load(Ordering::Relaxed),
-            )
+            (self.log.tail_lsn(), self.log.appended.get())
         };
         let pause = t0.elapsed().as_nanos() as u64;
         self.counters

@@ -35,6 +35,7 @@ mod options;
 mod prefetch;
 mod read;
 mod recovery;
+mod sharded;
 mod snapshot;
 mod state;
 mod statistics;

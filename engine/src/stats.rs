@@ -17,7 +17,8 @@ pub(crate) struct Counters {
     pub defrag_moved_bytes: AtomicU64,
     pub defrag_reclaimed_bytes: AtomicU64,
     pub defrag_retired_segments: AtomicU64,
-    pub writes: AtomicU64,
+    /// Added to by every write: per-thread slots.
+    pub writes: crate::sharded::Sharded,
     /// Deletes of keys T1 held no live version of: not logged.
     pub deletes_elided: AtomicU64,
     pub ordered_values: AtomicU64,

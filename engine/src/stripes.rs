@@ -15,12 +15,20 @@ pub(crate) struct Stripes {
 }
 
 fn stripe_of(key: &[u8]) -> usize {
-    // FNV-1a: cheap and good enough to spread keys over stripes.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in key {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    // Eight bytes per multiply: byte-at-a-time FNV-1a over a 16-byte key
+    // was a dependent chain of 16 multiplies, a tenth of `commit`'s own
+    // samples.
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut words = key.chunks_exact(8);
+    let mut h = (key.len() as u64).wrapping_mul(K);
+    for w in &mut words {
+        let w: [u8; 8] = w.try_into().unwrap_or_default();
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K).rotate_left(29);
     }
+    let mut last = [0u8; 8];
+    let rest = words.remainder();
+    last[..rest.len()].copy_from_slice(rest);
+    h = (h ^ u64::from_le_bytes(last)).wrapping_mul(K);
     (h ^ (h >> 32)) as usize % STRIPES
 }
 

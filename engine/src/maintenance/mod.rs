@@ -475,7 +475,7 @@ fn control_write_rate(inner: &Inner, stop: &(Mutex<bool>, Condvar)) {
         }
         let total = inner.log.total_bytes();
         let amp = space_amplification(inner);
-        let appended = inner.log.appended.load(Ordering::Relaxed);
+        let appended = inner.log.appended.get();
         let rate = ctl.tick(
             &inner.throttle,
             amp,

@@ -489,7 +489,7 @@ impl Schedule {
             self.began = inner.log.active_id();
         }
         let from = self.resume.take();
-        let go_on = || Counters::get(&inner.counters.writes) == writes && !stopping();
+        let go_on = || inner.counters.writes.get() == writes && !stopping();
         let step = super::prio::niced(inner.opts.maintenance_nice, || {
             background_step(inner, from.as_deref(), &go_on)
         })?;

@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use crate::state::Inner;
-use crate::stats::Counters;
 
 /// Whether writes have been quiet for `idle`.
 pub(crate) struct Quiet {
@@ -38,7 +37,7 @@ impl Quiet {
         if self.idle.is_zero() {
             return None;
         }
-        let writes = Counters::get(&inner.counters.writes);
+        let writes = inner.counters.writes.get();
         if writes != self.writes {
             self.writes = writes;
             self.since = Instant::now();
@@ -78,7 +77,7 @@ impl MergeWhenQuiet {
         if self.done_at == Some(writes) {
             return 0;
         }
-        let go_on = || Counters::get(&inner.counters.writes) == writes && !stopping();
+        let go_on = || inner.counters.writes.get() == writes && !stopping();
         let merged = super::prio::niced(inner.opts.maintenance_nice, || {
             inner.t1.merge_append_regions(&go_on)
         });

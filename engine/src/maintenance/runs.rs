@@ -65,7 +65,7 @@ fn in_spans(spans: &[(u32, u32, u32)], l: Locator) -> bool {
 
 /// Log bytes appended since open by writers (not by movers).
 fn written(inner: &Inner) -> u64 {
-    let all = inner.log.appended.load(Ordering::Relaxed);
+    let all = inner.log.appended.get();
     all.saturating_sub(inner.packed.bytes.load(Ordering::Relaxed))
 }
 

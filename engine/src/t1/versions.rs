@@ -56,13 +56,26 @@ struct Snaps {
     at: BTreeMap<u64, (u32, Option<Instant>)>,
 }
 
+/// `T` starting a line pair of its own (see `thread_slot`).
+#[repr(align(128))]
+struct Lines<T>(T);
+
+impl<T> std::ops::Deref for Lines<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// Visibility, snapshot registry and old-version store of one T1.
 pub(crate) struct Versions {
-    visible: AtomicU64,
-    writers: [AtomicU64; WRITERS],
+    /// On a line of its own: every write reads it, and the slots beside it
+    /// took every writer's CAS.
+    visible: Lines<AtomicU64>,
+    writers: Lines<[AtomicU64; WRITERS]>,
     /// Bumped each time a slot is taken, so a wait for one write in a slot
     /// is not fooled by the next one.
-    generation: [AtomicU64; WRITERS],
+    generation: Lines<[AtomicU64; WRITERS]>,
     snaps: Mutex<Snaps>,
     readers: [ReaderSlot; READERS],
     base: Instant,
@@ -121,9 +134,9 @@ pub(crate) struct WriteTicket(usize);
 impl Default for Versions {
     fn default() -> Self {
         Versions {
-            visible: AtomicU64::new(u64::MAX),
-            writers: std::array::from_fn(|_| AtomicU64::new(0)),
-            generation: std::array::from_fn(|_| AtomicU64::new(0)),
+            visible: Lines(AtomicU64::new(u64::MAX)),
+            writers: Lines(std::array::from_fn(|_| AtomicU64::new(0))),
+            generation: Lines(std::array::from_fn(|_| AtomicU64::new(0))),
             snaps: Mutex::new(Snaps::default()),
             readers: std::array::from_fn(|_| ReaderSlot::default()),
             base: Instant::now(),
@@ -134,14 +147,20 @@ impl Default for Versions {
     }
 }
 
-/// A per-thread starting slot, so concurrent writers rarely try the same one.
+/// A per-thread starting slot, so concurrent writers rarely try the same
+/// one: threads in turn take the first slot of each cache line, then the
+/// second of each, as reader slots do, so that the first few writer
+/// threads each CAS a line of their own.
 fn thread_slot() -> usize {
     use std::cell::Cell;
+    const PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local!(static SLOT: Cell<usize> = const { Cell::new(usize::MAX) });
     SLOT.with(|s| {
         if s.get() == usize::MAX {
-            s.set(NEXT.fetch_add(1, Ordering::Relaxed) % WRITERS);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let lines = WRITERS / PER_LINE;
+            s.set((n % lines) * PER_LINE + (n / lines) % PER_LINE);
         }
         s.get()
     })
@@ -215,7 +234,7 @@ impl Versions {
             w.store(0, Ordering::SeqCst);
         }
         let mut v = tail();
-        for w in &self.writers {
+        for w in self.writers.iter() {
             let b = w.load(Ordering::SeqCst);
             if b != 0 {
                 v = v.min(b - 1);

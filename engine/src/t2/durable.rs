@@ -187,7 +187,10 @@ impl DurableEnd {
 #[derive(Default)]
 pub struct InFlight {
     epoch: AtomicU64,
-    count: [AtomicU64; 2],
+    /// Per epoch; every writer enters one, so its slots are per thread
+    /// (`crate::sharded`): a ticket leaves the slot it entered, so no slot
+    /// drops below 0 and a sum that reads 0 saw no writer inside.
+    count: [crate::sharded::Sharded; 2],
 }
 
 /// A writer's place in an epoch; leaving it on drop.
@@ -205,7 +208,7 @@ impl InFlight {
     /// Enters the current epoch before reserving space.
     pub fn enter(&self) -> Ticket<'_> {
         let e = self.epoch.load(Ordering::SeqCst);
-        let count = &self.count[(e & 1) as usize];
+        let count = self.count[(e & 1) as usize].mine();
         count.fetch_add(1, Ordering::SeqCst);
         Ticket { count }
     }
@@ -215,7 +218,7 @@ impl InFlight {
         let e = self.epoch.fetch_add(1, Ordering::SeqCst);
         let old = &self.count[(e & 1) as usize];
         let mut spins = 0u32;
-        while old.load(Ordering::SeqCst) != 0 {
+        while old.sum(Ordering::SeqCst) != 0 {
             spins += 1;
             if spins < 64 {
                 std::hint::spin_loop();

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use crate::apply;
 use crate::checkpoint::{self, Manifest};
@@ -271,7 +271,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<Arc<Inner>> {
         dir,
         t1,
         log,
-        gate: RwLock::new(()),
+        gate: Default::default(),
         info,
         counters: Counters::default(),
         bg_errors: Default::default(),

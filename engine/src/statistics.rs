@@ -55,7 +55,7 @@ pub(crate) fn statistics(inner: &Inner) -> Statistics {
         unlogged_regions: inner.unlogged.sealed(),
         unlogged_open_bytes: inner.unlogged.open_bytes(),
         write_rate_limit: inner.throttle.rate(),
-        deletes_elided: Counters::get(&c.deletes_elided),
+        deletes_elided: c.deletes_elided.get(),
         delayed_writes: inner.throttle.delayed_writes.load(Ordering::Relaxed),
         write_delay_us: inner.throttle.delay_ns.load(Ordering::Relaxed) / 1000,
         background_errors: inner.bg_errors.count(),

@@ -20,7 +20,7 @@ pub(crate) struct Counters {
     /// Added to by every write: per-thread slots.
     pub writes: crate::sharded::Sharded,
     /// Deletes of keys T1 held no live version of: not logged.
-    pub deletes_elided: AtomicU64,
+    pub deletes_elided: crate::sharded::Sharded,
     pub ordered_values: AtomicU64,
     /// Sorted runs the maintenance thread keeps (module `maintenance::runs`).
     pub sorted_runs: AtomicU64,

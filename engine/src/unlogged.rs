@@ -24,8 +24,6 @@
 
 use std::sync::atomic::Ordering;
 
-use parking_lot::RwLockWriteGuard;
-
 use crate::error::Result;
 use crate::index::Locator;
 use crate::state::unlogged::{Region, Unlogged, MIN_REGION, REGION};
@@ -167,7 +165,7 @@ impl Unlogged {
                     self.open.store(true, Ordering::Release);
                 }
             }
-            gate = RwLockWriteGuard::downgrade(w);
+            gate = w.downgrade();
         }
     }
 }

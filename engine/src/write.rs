@@ -9,7 +9,6 @@ use crate::batch::{WriteBatch, OP_DELETE, OP_PUT};
 use crate::error::{Error, Result};
 use crate::options::MAX_KEY_SIZE;
 use crate::state::{key_too_large, value_too_large, Inner};
-use crate::stats::Counters;
 use crate::t2::packed;
 use crate::t2::record::Kind;
 
@@ -301,7 +300,7 @@ impl Inner {
                 if let Some(seq) = tombstone {
                     self.visible_after(seq);
                 }
-                Counters::add(&self.counters.deletes_elided, 1);
+                self.counters.deletes_elided.add(1);
                 return Ok(());
             }
         };

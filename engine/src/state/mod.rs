@@ -4,6 +4,7 @@
 //! (`write`, `read`, `recovery`, `checkpointing`, `iter`, `multiscan`,
 //! `maintenance`, `unlogged`) imports it, and it imports none of them.
 
+pub(crate) mod gate;
 pub(crate) mod moved;
 pub(crate) mod rewrite;
 pub(crate) mod throttle;
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use crate::dir::DirLock;
 use crate::error::{Error, Result};
@@ -45,7 +46,7 @@ pub(crate) struct Inner {
     /// Writers hold it shared from reservation until T1 is updated, so a
     /// checkpoint holding it exclusively sees every record below the tail
     /// published. Range deletes hold it exclusively.
-    pub gate: RwLock<()>,
+    pub gate: gate::Gate,
     pub info: Arc<InfoLog>,
     pub counters: Counters,
     pub ckpt: Mutex<CkptState>,

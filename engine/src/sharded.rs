@@ -16,7 +16,7 @@ struct Slot(AtomicU64);
 
 /// A counter summed over per-thread slots.
 #[derive(Default)]
-pub(crate) struct Sharded {
+pub struct Sharded {
     slots: [Slot; SLOTS],
 }
 

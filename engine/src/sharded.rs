@@ -9,15 +9,23 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 /// Slots per counter; threads beyond this share them, still correct.
 const SLOTS: usize = 16;
 
-/// Two lines: the adjacent-line prefetcher pulls pairs of lines.
+/// `T` alone on a pair of cache lines (the adjacent-line prefetcher pulls
+/// lines in pairs), for a word that one thread writes and others read.
 #[derive(Default)]
 #[repr(align(128))]
-struct Slot(AtomicU64);
+pub(crate) struct Line<T>(pub T);
+
+impl<T> std::ops::Deref for Line<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
 
 /// A counter summed over per-thread slots.
 #[derive(Default)]
 pub struct Sharded {
-    slots: [Slot; SLOTS],
+    slots: [Line<AtomicU64>; SLOTS],
 }
 
 /// This thread's slot index, assigned in turn on first use.

@@ -15,20 +15,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::sharded::Sharded;
+use crate::sharded::{Line, Sharded};
 
 #[derive(Default)]
 pub(crate) struct Gate {
     shared: Sharded,
     /// On a line of its own: every shared acquisition reads it.
-    closed: Flag,
+    closed: Line<AtomicBool>,
     /// Exclusive holders one at a time.
     exclusive: Mutex<()>,
 }
-
-#[derive(Default)]
-#[repr(align(128))]
-struct Flag(AtomicBool);
 
 /// The gate held shared; released on drop.
 pub(crate) struct Shared<'a> {
@@ -49,7 +45,7 @@ pub(crate) struct Exclusive<'a> {
 
 impl Drop for Exclusive<'_> {
     fn drop(&mut self) {
-        self.gate.closed.0.store(false, Ordering::SeqCst);
+        self.gate.closed.store(false, Ordering::SeqCst);
     }
 }
 
@@ -73,12 +69,12 @@ impl Gate {
         let slot = self.shared.mine();
         loop {
             slot.fetch_add(1, Ordering::SeqCst);
-            if !self.closed.0.load(Ordering::SeqCst) {
+            if !self.closed.load(Ordering::SeqCst) {
                 return Shared { slot };
             }
             slot.fetch_sub(1, Ordering::SeqCst);
             let mut spins = 0;
-            while self.closed.0.load(Ordering::SeqCst) {
+            while self.closed.load(Ordering::SeqCst) {
                 backoff(&mut spins);
             }
         }
@@ -87,7 +83,7 @@ impl Gate {
     /// Holds the gate alone, once every shared holder has left.
     pub(crate) fn write(&self) -> Exclusive<'_> {
         let one = self.exclusive.lock();
-        self.closed.0.store(true, Ordering::SeqCst);
+        self.closed.store(true, Ordering::SeqCst);
         let mut spins = 0;
         while self.shared.sum(Ordering::SeqCst) != 0 {
             backoff(&mut spins);

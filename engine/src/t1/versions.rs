@@ -21,7 +21,6 @@ use crossbeam_skiplist::SkipMap;
 use parking_lot::Mutex;
 
 use super::entry::Rec;
-use crate::sharded::Line;
 
 type StoreKey = (Box<[u8]>, Reverse<u64>);
 
@@ -57,15 +56,26 @@ struct Snaps {
     at: BTreeMap<u64, (u32, Option<Instant>)>,
 }
 
+/// `T` starting a line pair of its own (see `thread_slot`).
+#[repr(align(128))]
+struct Lines<T>(T);
+
+impl<T> std::ops::Deref for Lines<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// Visibility, snapshot registry and old-version store of one T1.
 pub(crate) struct Versions {
     /// On a line of its own: every write reads it, and the slots beside it
     /// took every writer's CAS.
-    visible: Line<AtomicU64>,
-    writers: Line<[AtomicU64; WRITERS]>,
+    visible: Lines<AtomicU64>,
+    writers: Lines<[AtomicU64; WRITERS]>,
     /// Bumped each time a slot is taken, so a wait for one write in a slot
     /// is not fooled by the next one.
-    generation: Line<[AtomicU64; WRITERS]>,
+    generation: Lines<[AtomicU64; WRITERS]>,
     snaps: Mutex<Snaps>,
     readers: [ReaderSlot; READERS],
     base: Instant,
@@ -124,9 +134,9 @@ pub(crate) struct WriteTicket(usize);
 impl Default for Versions {
     fn default() -> Self {
         Versions {
-            visible: Line(AtomicU64::new(u64::MAX)),
-            writers: Line(std::array::from_fn(|_| AtomicU64::new(0))),
-            generation: Line(std::array::from_fn(|_| AtomicU64::new(0))),
+            visible: Lines(AtomicU64::new(u64::MAX)),
+            writers: Lines(std::array::from_fn(|_| AtomicU64::new(0))),
+            generation: Lines(std::array::from_fn(|_| AtomicU64::new(0))),
             snaps: Mutex::new(Snaps::default()),
             readers: std::array::from_fn(|_| ReaderSlot::default()),
             base: Instant::now(),
